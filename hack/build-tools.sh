@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Builds the binaries of the test bed and the local cluster from the pinned modules under
+# hack/tools into .bin (or $TESTENV_BIN_DIR): kube-apiserver and kubectl from
+# k8s.io/kubernetes, etcd, nats-server and the nats CLI.
+# A module's binaries are rebuilt only when its go.mod or go.sum, or the Go version, changed.
+set -euo pipefail
+
+root="$(cd "$(dirname "$0")/.." && pwd)"
+bin="${TESTENV_BIN_DIR:-$root/.bin}"
+mkdir -p "$bin"
+
+# build MODULE_DIR PACKAGE... : builds each package into $bin unless the stamp is current.
+build() {
+	local dir="$root/hack/tools/$1"
+	shift
+	local stamp="$bin/.stamp-$(basename "$dir")"
+	local want
+	want="$( (go version; cat "$dir/go.mod" "$dir/go.sum"; echo "$@") | sha256sum | cut -d' ' -f1)"
+	local missing=0
+	local pkg name
+	for pkg in "$@"; do
+		name="$(basename "$pkg")"
+		# go build names a module-root binary after the path element before a /vN suffix.
+		[[ "$name" =~ ^v[0-9]+$ ]] && name="$(basename "$(dirname "$pkg")")"
+		[[ -x "$bin/$name" ]] || missing=1
+	done
+	if [[ $missing -eq 0 && -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
+		echo "tools: $(basename "$dir") up to date"
+		return
+	fi
+	echo "tools: building $* (a cold build of the Kubernetes binaries takes 10-20 minutes on 2 cores)"
+	local start=$SECONDS
+	(cd "$dir" && go build -ldflags='-s -w' -o "$bin/" "$@")
+	echo "$want" >"$stamp"
+	echo "tools: built $(basename "$dir") in $((SECONDS - start))s"
+}
+
+build etcd ./cmd/etcd
+build nats github.com/nats-io/nats-server/v2 github.com/nats-io/natscli/nats
+build kube k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubectl

@@ -1,0 +1,70 @@
+// Command cluster runs the test bed's control plane (etcd, kube-apiserver) and a nats-server
+// with JetStream in the foreground until it gets SIGINT or SIGTERM, for people who want to try
+// the relay and its consumers by hand. `make cluster-up` runs it in the background.
+//
+// When everything is ready it writes DIR/env with the export lines to use (KUBECONFIG,
+// NATS_URL, PATH with kubectl and nats) and prints them.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/kube-nats-relay/kube-nats-relay/internal/testenv"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:]); err != nil {
+		fmt.Fprintf(os.Stderr, "cluster: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("cluster", flag.ContinueOnError)
+	dir := fs.String("dir", ".cluster", "directory for state, logs and the env file (emptied first)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	abs, err := filepath.Abs(*dir)
+	if err != nil {
+		return err
+	}
+	envFile := filepath.Join(abs, "env")
+	if err := os.RemoveAll(filepath.Join(abs, "state")); err != nil {
+		return err
+	}
+	_ = os.Remove(envFile)
+	// The env file is the readiness signal for `make cluster-up`; it goes when we do.
+	defer os.Remove(envFile)
+
+	env, err := testenv.Start(ctx, testenv.Options{Kube: true, NATS: true, Dir: filepath.Join(abs, "state")})
+	if err != nil {
+		return err
+	}
+	defer env.Stop()
+
+	binDir, err := testenv.BinDir()
+	if err != nil {
+		return err
+	}
+	exports := fmt.Sprintf("export KUBECONFIG=%s\nexport NATS_URL=%s\nexport PATH=%s:$PATH\n",
+		env.Kube.KubeconfigPath(), env.NATS.URL(), binDir)
+	if err := os.WriteFile(envFile+".tmp", []byte(exports), 0o600); err != nil {
+		return err
+	}
+	if err := os.Rename(envFile+".tmp", envFile); err != nil {
+		return err
+	}
+	fmt.Print(exports)
+	fmt.Printf("# logs: %s\n# cluster running; stop with SIGTERM (make cluster-down)\n", env.Dir)
+	<-ctx.Done()
+	return nil
+}

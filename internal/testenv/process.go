@@ -1,0 +1,205 @@
+package testenv
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+)
+
+const (
+	// stopGrace is how long a process gets to exit after SIGTERM before it is killed. The
+	// apiserver needs a few seconds to drain; nothing here needs longer.
+	stopGrace = 10 * time.Second
+	// readyTimeout bounds the wait for a process to serve. The apiserver is ready in about 4s
+	// on an idle machine; a busy 2-core CI machine compiling tests next to it needs far more.
+	readyTimeout = 2 * time.Minute
+	// logTail is how much of a failed process's log goes into the error.
+	logTail = 4 << 10
+)
+
+// process is one child process: started with its output in a log file and tied to the test
+// process with a parent-death signal, so that nothing outlives the test binary even when it is
+// killed.
+type process struct {
+	name    string
+	path    string
+	args    []string
+	logPath string
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error
+}
+
+func (p *process) start() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd != nil {
+		return fmt.Errorf("start %s: already running", p.name)
+	}
+	logFile, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("start %s: %w", p.name, err)
+	}
+	fmt.Fprintf(logFile, "\n==== %s start %s %v\n", time.Now().Format(time.RFC3339Nano), p.path, p.args)
+	cmd := exec.Command(p.path, p.args...)
+	cmd.Stdout = logFile
+	cmd.Stderr = logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return fmt.Errorf("start %s: %w", p.name, err)
+	}
+	done := make(chan struct{})
+	p.cmd, p.done = cmd, done
+	go func() {
+		err := cmd.Wait()
+		logFile.Close()
+		p.mu.Lock()
+		p.err = err
+		p.mu.Unlock()
+		close(done)
+	}()
+	return nil
+}
+
+// running reports whether the process was started and has not exited.
+func (p *process) running() bool {
+	p.mu.Lock()
+	done := p.done
+	p.mu.Unlock()
+	if done == nil {
+		return false
+	}
+	select {
+	case <-done:
+		return false
+	default:
+		return true
+	}
+}
+
+// signal sends sig and waits for the exit, killing the process after grace.
+func (p *process) signal(sig syscall.Signal, grace time.Duration) error {
+	p.mu.Lock()
+	cmd, done := p.cmd, p.done
+	p.mu.Unlock()
+	if cmd == nil {
+		return nil
+	}
+	_ = cmd.Process.Signal(sig)
+	select {
+	case <-done:
+	case <-time.After(grace):
+		_ = cmd.Process.Kill()
+		<-done
+	}
+	p.mu.Lock()
+	p.cmd, p.done = nil, nil
+	p.mu.Unlock()
+	return nil
+}
+
+// stop ends the process gracefully (SIGTERM, then SIGKILL after stopGrace).
+func (p *process) stop() error { return p.signal(syscall.SIGTERM, stopGrace) }
+
+// kill ends the process at once with SIGKILL, as a crash would.
+func (p *process) kill() error { return p.signal(syscall.SIGKILL, stopGrace) }
+
+// waitHTTP polls url until it answers 200, the process exits, or the timeout passes.
+func (p *process) waitHTTP(ctx context.Context, client *http.Client, url string, header http.Header) error {
+	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
+	defer cancel()
+	p.mu.Lock()
+	done := p.done
+	p.mu.Unlock()
+	var last string
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		for k, v := range header {
+			req.Header[k] = v
+		}
+		resp, err := client.Do(req)
+		if err == nil {
+			body := make([]byte, 512)
+			n, _ := resp.Body.Read(body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			last = fmt.Sprintf("status %d: %s", resp.StatusCode, bytes.TrimSpace(body[:n]))
+		} else {
+			last = err.Error()
+		}
+		select {
+		case <-done:
+			return fmt.Errorf("%s exited before %s was ready: %w\n%s", p.name, url, p.exitErr(), p.tail())
+		case <-ctx.Done():
+			return fmt.Errorf("%s not ready at %s (last: %s): %w\n%s", p.name, url, last, ctx.Err(), p.tail())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func (p *process) exitErr() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.err == nil {
+		return errors.New("exit status 0")
+	}
+	return p.err
+}
+
+// tail returns the end of the process's log, for error messages.
+func (p *process) tail() string {
+	b, err := os.ReadFile(p.logPath)
+	if err != nil {
+		return ""
+	}
+	if len(b) > logTail {
+		b = b[len(b)-logTail:]
+	}
+	return fmt.Sprintf("---- %s log tail (%s) ----\n%s", p.name, p.logPath, b)
+}
+
+// freePort returns a loopback TCP port that was free a moment ago.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("find free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// freePorts returns n distinct free loopback ports.
+func freePorts(n int) ([]int, error) {
+	ports := make([]int, 0, n)
+	listeners := make([]net.Listener, 0, n)
+	defer func() {
+		for _, l := range listeners {
+			l.Close()
+		}
+	}()
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("find free port: %w", err)
+		}
+		listeners = append(listeners, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
