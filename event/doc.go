@@ -1,0 +1,94 @@
+// Package event is the wire contract between kube-nats-relay and its
+// consumers: the subjects events are published on, the id that
+// de-duplicates them, and the headers that describe them. The relay uses it
+// to build messages; downstream services use it to subscribe and to read
+// them. It depends only on the standard library, nats.go and
+// k8s.io/apimachinery's schema package, never on the relay engine.
+//
+// # Subjects
+//
+// Every event is published on
+//
+//	<prefix>.<cluster>.<group>.<version>.<resource>.<namespace>.<name>.<type>
+//
+// for example kube.prod.apps.v1.deployments.default.web.modified.
+//
+//   - prefix is one or more tokens chosen by the operator, written verbatim
+//     and checked by ValidatePrefix: non-empty tokens of printable ASCII
+//     without ".", "*", ">" and "~", not starting with "$".
+//   - group is "core" for the core API group (""); a group literally named
+//     "core" is written "~63ore".
+//   - namespace is "_" for a cluster-scoped object; a namespace literally
+//     named "_" is written "~5F".
+//   - type is "added", "modified" or "deleted" (Type).
+//   - every other value, and group and namespace otherwise, is written with
+//     EncodeToken.
+//
+// A Subject with a valid prefix and type round-trips: ParseSubject(p,
+// s.String()) == s; and ParseSubject accepts only canonical subjects, so
+// ParseSubject(p, x).String() == x whenever it succeeds. Filter builds
+// subscription subjects with "*" for unset fields; StreamSubject returns
+// <prefix>.<cluster>.>, the subject filter of a cluster's stream.
+//
+// # Token encoding
+//
+// EncodeToken makes any string one valid NATS subject token. The safe bytes
+// are printable ASCII 0x21..0x7E except ".", "*", ">" and the escape byte
+// "~"; they are copied. Every other byte (space, control characters, "~",
+// and each byte of a non-ASCII UTF-8 sequence) is written "~XX" with two
+// upper-case hex digits. The empty string is written "~". So
+// kube-root-ca.crt becomes kube-root-ca~2Ecrt and system:controller:foo is
+// unchanged. DecodeToken reverses it and accepts only canonical tokens
+// (upper-case hex, no escape of a safe byte, no raw unsafe byte, no
+// truncated escape), so both directions are bijective; the encoding is
+// fuzz-tested.
+//
+// # Event id
+//
+// ID(cluster, group, resource, uid, resourceVersion, type) is the first 16
+// bytes, as 32 lower-case hex characters, of SHA-256 over the domain string
+// "kube-nats-relay/event-id/v1" and the six fields in that order, each
+// written as its byte length (8-byte big-endian) followed by its bytes.
+// Because a Kubernetes change is named by (uid, resourceVersion), the id
+// names one change of one object; JetStream drops a republished change by
+// the Nats-Msg-Id header. The same value is the CloudEvents id.
+//
+// # Headers
+//
+// Meta.Header writes, and MetaFromHeader reads and checks:
+//
+//	Nats-Msg-Id          the event id
+//	ce-specversion       "1.0" (CloudEvents binary content mode)
+//	ce-id                the event id
+//	ce-source            kube-nats-relay://<cluster>/<group>/<version>/<resource>,
+//	                     segments percent-encoded except A-Z a-z 0-9 - . _ ~,
+//	                     core group "core" (a group literally "core": "%63ore")
+//	ce-type              io.kube-nats-relay.object.<type>
+//	ce-subject           <namespace>/<name>, or <name> when cluster-scoped
+//	ce-time              RFC 3339 UTC time the relay observed the change (optional)
+//	Content-Type         application/json: the body is the object's JSON
+//	k8s-kind, k8s-apiversion, k8s-group, k8s-version, k8s-resource,
+//	k8s-namespace, k8s-name, k8s-uid, k8s-resourceversion, k8s-cluster
+//	                     the Kubernetes facts, verbatim (group and namespace
+//	                     empty for the core group and cluster-scoped objects)
+//	k8s-origin           live, initial-sync or relist (Origin)
+//
+//	k8s-body-omitted     set when the body was left out, with the reason
+//	                     ("oversize": larger than the server's max_payload)
+//	k8s-final-state-unknown
+//	                     "true" on a delete inferred by a relist: the body is
+//	                     the last identity published, not the final state
+//
+// Header names are case-sensitive. MetaFromHeader does not read the last two;
+// use msg.Header.Get.
+//
+// # Stability
+//
+// The subject grammar, the token encoding, the id derivation, the header
+// names and their values are a public contract: stored events and deployed
+// consumers depend on them. They change only by adding headers or values,
+// never by changing what an existing one means; a different id derivation
+// would use a new domain string and be announced as a breaking change.
+//
+// This package does not publish, subscribe, or interpret the body.
+package event

@@ -1,0 +1,78 @@
+package event
+
+import "github.com/nats-io/nats.go"
+
+// Header names. NATS headers are case-sensitive: use these constants, not
+// other spellings. The names are part of the wire contract.
+const (
+	// HeaderMsgID carries the event id (see ID) for JetStream de-duplication.
+	HeaderMsgID = nats.MsgIdHdr
+
+	// HeaderCESpecVersion is the CloudEvents specversion, always CESpecVersion.
+	HeaderCESpecVersion = "ce-specversion"
+	// HeaderCEID is the CloudEvents id: the same value as HeaderMsgID.
+	HeaderCEID = "ce-id"
+	// HeaderCESource is the CloudEvents source:
+	// kube-nats-relay://<cluster>/<group>/<version>/<resource>.
+	HeaderCESource = "ce-source"
+	// HeaderCEType is the CloudEvents type: CETypePrefix + the event Type.
+	HeaderCEType = "ce-type"
+	// HeaderCESubject is the CloudEvents subject: <namespace>/<name>, or
+	// <name> for a cluster-scoped object.
+	HeaderCESubject = "ce-subject"
+	// HeaderCETime is the CloudEvents time (RFC 3339, UTC) at which the relay
+	// observed the change. It is absent when the time is unknown.
+	HeaderCETime = "ce-time"
+	// HeaderContentType is the media type of the body, ContentTypeJSON.
+	HeaderContentType = "Content-Type"
+
+	// HeaderKind is the object's kind, e.g. "Deployment".
+	HeaderKind = "k8s-kind"
+	// HeaderAPIVersion is the object's apiVersion: "<group>/<version>", or
+	// "<version>" for the core group.
+	HeaderAPIVersion = "k8s-apiversion"
+	// HeaderGroup is the API group; empty for the core group.
+	HeaderGroup = "k8s-group"
+	// HeaderVersion is the API version, e.g. "v1".
+	HeaderVersion = "k8s-version"
+	// HeaderResource is the plural resource name, e.g. "deployments".
+	HeaderResource = "k8s-resource"
+	// HeaderNamespace is the object's namespace; empty for a cluster-scoped
+	// object.
+	HeaderNamespace = "k8s-namespace"
+	// HeaderName is the object's name.
+	HeaderName = "k8s-name"
+	// HeaderUID is the object's metadata.uid.
+	HeaderUID = "k8s-uid"
+	// HeaderResourceVersion is the resourceVersion of this change.
+	HeaderResourceVersion = "k8s-resourceversion"
+	// HeaderOrigin is how the relay learned of the change (see Origin).
+	HeaderOrigin = "k8s-origin"
+	// HeaderCluster is the cluster name the relay was configured with.
+	HeaderCluster = "k8s-cluster"
+
+	// HeaderBodyOmitted, when set, says the body was left out and why, e.g.
+	// BodyOmittedOversize: the subject and headers still identify the change.
+	HeaderBodyOmitted = "k8s-body-omitted"
+	// HeaderFinalStateUnknown, value "true", marks an event whose body may not
+	// be the object's final state: a delete inferred by a relist carries only
+	// the last identity the relay published.
+	HeaderFinalStateUnknown = "k8s-final-state-unknown"
+)
+
+// Header values.
+const (
+	// CESpecVersion is the CloudEvents specification version the headers
+	// follow (binary content mode).
+	CESpecVersion = "1.0"
+	// CETypePrefix starts every CloudEvents type; the event Type follows,
+	// e.g. "io.kube-nats-relay.object.modified".
+	CETypePrefix = "io.kube-nats-relay.object."
+	// CESourceScheme is the URI scheme of the CloudEvents source.
+	CESourceScheme = "kube-nats-relay"
+	// ContentTypeJSON is the media type of the body: the object's JSON.
+	ContentTypeJSON = "application/json"
+	// BodyOmittedOversize is the HeaderBodyOmitted value for a body larger
+	// than the server's max_payload.
+	BodyOmittedOversize = "oversize"
+)

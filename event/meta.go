@@ -1,0 +1,314 @@
+package event
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Meta is everything an event says about a change besides the object's
+// body: the facts carried in the subject and the headers.
+type Meta struct {
+	// Cluster is the cluster name the relay was configured with.
+	Cluster string
+	// Group is the API group, "" for the core group.
+	Group string
+	// Version is the API version the object was read with, e.g. "v1".
+	Version string
+	// Resource is the plural resource name, e.g. "deployments".
+	Resource string
+	// Kind is the object's kind, e.g. "Deployment".
+	Kind string
+	// Namespace is the object's namespace, "" for cluster-scoped objects.
+	Namespace string
+	// Name is the object's name.
+	Name string
+	// UID is the object's metadata.uid.
+	UID string
+	// ResourceVersion is the resourceVersion of this change.
+	ResourceVersion string
+	// Type is the kind of change.
+	Type Type
+	// Origin is how the relay learned of the change.
+	Origin Origin
+	// Time is when the relay observed the change; the zero time means
+	// unknown, and the ce-time header is then left out.
+	Time time.Time
+}
+
+// ID returns the event id, ID(m.Cluster, m.Group, m.Resource, m.UID,
+// m.ResourceVersion, m.Type).
+func (m Meta) ID() string {
+	return ID(m.Cluster, m.Group, m.Resource, m.UID, m.ResourceVersion, m.Type)
+}
+
+// Subject returns the subject the event is published on under prefix.
+func (m Meta) Subject(prefix string) Subject {
+	return Subject{
+		Prefix:    prefix,
+		Cluster:   m.Cluster,
+		Group:     m.Group,
+		Version:   m.Version,
+		Resource:  m.Resource,
+		Namespace: m.Namespace,
+		Name:      m.Name,
+		Type:      m.Type,
+	}
+}
+
+// APIVersion returns the object's apiVersion: "<group>/<version>", or
+// "<version>" for the core group.
+func (m Meta) APIVersion() string {
+	return m.GroupVersionResource().GroupVersion().String()
+}
+
+// GroupVersionResource returns the resource the event belongs to.
+func (m Meta) GroupVersionResource() schema.GroupVersionResource {
+	return schema.GroupVersionResource{Group: m.Group, Version: m.Version, Resource: m.Resource}
+}
+
+// GroupVersionKind returns the object's group, version and kind.
+func (m Meta) GroupVersionKind() schema.GroupVersionKind {
+	return schema.GroupVersionKind{Group: m.Group, Version: m.Version, Kind: m.Kind}
+}
+
+// Validate reports every missing or bad fact: Cluster, Version, Resource,
+// Kind, Name, UID and ResourceVersion must be set, Type and Origin valid.
+// Group, Namespace and Time may be empty.
+func (m Meta) Validate() error {
+	var errs []error
+	for _, f := range []struct{ name, value string }{
+		{"cluster", m.Cluster},
+		{"version", m.Version},
+		{"resource", m.Resource},
+		{"kind", m.Kind},
+		{"name", m.Name},
+		{"uid", m.UID},
+		{"resourceVersion", m.ResourceVersion},
+	} {
+		if f.value == "" {
+			errs = append(errs, fmt.Errorf("meta %s: empty: %w", f.name, ErrInvalidMeta))
+		}
+	}
+	if !m.Type.Valid() {
+		errs = append(errs, fmt.Errorf("meta type %q: %w: %w", m.Type, ErrInvalidMeta, ErrInvalidType))
+	}
+	if !m.Origin.Valid() {
+		errs = append(errs, fmt.Errorf("meta origin %q: %w: %w", m.Origin, ErrInvalidMeta, ErrInvalidOrigin))
+	}
+	return errors.Join(errs...)
+}
+
+// Header returns the message headers of the event: Nats-Msg-Id, the
+// CloudEvents attributes, Content-Type and the k8s-* facts (k8s-group and
+// k8s-namespace are present with an empty value for the core group and
+// cluster-scoped objects). It does not validate: call Validate first.
+func (m Meta) Header() nats.Header {
+	id := m.ID()
+	h := nats.Header{}
+	h.Set(HeaderMsgID, id)
+	h.Set(HeaderCESpecVersion, CESpecVersion)
+	h.Set(HeaderCEID, id)
+	h.Set(HeaderCESource, m.ceSource())
+	h.Set(HeaderCEType, CETypePrefix+string(m.Type))
+	h.Set(HeaderCESubject, m.ceSubject())
+	if !m.Time.IsZero() {
+		h.Set(HeaderCETime, m.Time.UTC().Format(time.RFC3339Nano))
+	}
+	h.Set(HeaderContentType, ContentTypeJSON)
+	h.Set(HeaderKind, m.Kind)
+	h.Set(HeaderAPIVersion, m.APIVersion())
+	h.Set(HeaderGroup, m.Group)
+	h.Set(HeaderVersion, m.Version)
+	h.Set(HeaderResource, m.Resource)
+	h.Set(HeaderNamespace, m.Namespace)
+	h.Set(HeaderName, m.Name)
+	h.Set(HeaderUID, m.UID)
+	h.Set(HeaderResourceVersion, m.ResourceVersion)
+	h.Set(HeaderOrigin, string(m.Origin))
+	h.Set(HeaderCluster, m.Cluster)
+	return h
+}
+
+// MetaFromHeader reads the Meta of an event from its headers and checks
+// them. Every header Header writes must be present exactly once and
+// non-empty, except k8s-group and k8s-namespace (absent or empty means the
+// core group or a cluster-scoped object), ce-time (absent means unknown) and
+// Nats-Msg-Id (absent is accepted, since only the publisher needs it).
+// ce-specversion must be "1.0", ce-type and k8s-origin must name a valid
+// Type and Origin, and ce-id, Nats-Msg-Id, ce-source, ce-subject and
+// k8s-apiversion must equal what Header derives from the other facts.
+// Content-Type is not checked. Errors name the header and wrap
+// ErrInvalidHeader.
+func MetaFromHeader(h nats.Header) (Meta, error) {
+	var (
+		m                                   Meta
+		specVersion, ceID, ceSource, ceSubj string
+		ceType, ceTime, apiVersion, origin  string
+		msgID                               string
+		errs                                []error
+	)
+	for _, f := range []struct {
+		name     string
+		dst      *string
+		optional bool
+	}{
+		{HeaderCESpecVersion, &specVersion, false},
+		{HeaderCEID, &ceID, false},
+		{HeaderCESource, &ceSource, false},
+		{HeaderCEType, &ceType, false},
+		{HeaderCESubject, &ceSubj, false},
+		{HeaderCETime, &ceTime, true},
+		{HeaderMsgID, &msgID, true},
+		{HeaderKind, &m.Kind, false},
+		{HeaderAPIVersion, &apiVersion, false},
+		{HeaderGroup, &m.Group, true},
+		{HeaderVersion, &m.Version, false},
+		{HeaderResource, &m.Resource, false},
+		{HeaderNamespace, &m.Namespace, true},
+		{HeaderName, &m.Name, false},
+		{HeaderUID, &m.UID, false},
+		{HeaderResourceVersion, &m.ResourceVersion, false},
+		{HeaderOrigin, &origin, false},
+		{HeaderCluster, &m.Cluster, false},
+	} {
+		v, err := headerValue(h, f.name, f.optional)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		*f.dst = v
+	}
+	if len(errs) > 0 {
+		return Meta{}, errors.Join(errs...)
+	}
+
+	if specVersion != CESpecVersion {
+		errs = append(errs, badHeader(HeaderCESpecVersion, specVersion, CESpecVersion))
+	}
+	if t, err := parseCEType(ceType); err != nil {
+		errs = append(errs, fmt.Errorf("header %q: %w: %w", HeaderCEType, ErrInvalidHeader, err))
+	} else {
+		m.Type = t
+	}
+	if o, err := ParseOrigin(origin); err != nil {
+		errs = append(errs, fmt.Errorf("header %q: %w: %w", HeaderOrigin, ErrInvalidHeader, err))
+	} else {
+		m.Origin = o
+	}
+	if ceTime != "" {
+		t, err := time.Parse(time.RFC3339Nano, ceTime)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("header %q: %w: %w", HeaderCETime, ErrInvalidHeader, err))
+		}
+		m.Time = t
+	}
+	if len(errs) > 0 {
+		return Meta{}, errors.Join(errs...)
+	}
+
+	id := m.ID()
+	for _, c := range []struct{ name, got, want string }{
+		{HeaderCEID, ceID, id},
+		{HeaderCESource, ceSource, m.ceSource()},
+		{HeaderCESubject, ceSubj, m.ceSubject()},
+		{HeaderAPIVersion, apiVersion, m.APIVersion()},
+	} {
+		if c.got != c.want {
+			errs = append(errs, badHeader(c.name, c.got, c.want))
+		}
+	}
+	if msgID != "" && msgID != id {
+		errs = append(errs, badHeader(HeaderMsgID, msgID, id))
+	}
+	if len(errs) > 0 {
+		return Meta{}, errors.Join(errs...)
+	}
+	return m, nil
+}
+
+// ceSource returns the CloudEvents source,
+// kube-nats-relay://<cluster>/<group>/<version>/<resource>, each segment
+// percent-encoded (see escapeURISegment). The core group is written "core";
+// a group literally named "core" is written "%63ore".
+func (m Meta) ceSource() string {
+	group := escapeURISegment(m.Group)
+	switch m.Group {
+	case "":
+		group = CoreGroupToken
+	case CoreGroupToken:
+		group = "%63ore"
+	}
+	return CESourceScheme + "://" + escapeURISegment(m.Cluster) + "/" + group + "/" +
+		escapeURISegment(m.Version) + "/" + escapeURISegment(m.Resource)
+}
+
+// ceSubject returns the CloudEvents subject: <namespace>/<name>, or <name>
+// for a cluster-scoped object.
+func (m Meta) ceSubject() string {
+	if m.Namespace == "" {
+		return m.Name
+	}
+	return m.Namespace + "/" + m.Name
+}
+
+// parseCEType returns the Type a CloudEvents type names.
+func parseCEType(s string) (Type, error) {
+	rest, ok := strings.CutPrefix(s, CETypePrefix)
+	if !ok {
+		return "", fmt.Errorf("parse cloudevents type %q: want prefix %q: %w", s, CETypePrefix, ErrInvalidType)
+	}
+	return ParseType(rest)
+}
+
+// headerValue returns the single value of header name. A required header
+// must be present and non-empty; an optional one may be absent or empty.
+func headerValue(h nats.Header, name string, optional bool) (string, error) {
+	vs := h[name]
+	switch {
+	case len(vs) == 0 && optional:
+		return "", nil
+	case len(vs) == 0:
+		return "", fmt.Errorf("header %q: missing: %w", name, ErrInvalidHeader)
+	case len(vs) > 1:
+		return "", fmt.Errorf("header %q: got %d values, want 1: %w", name, len(vs), ErrInvalidHeader)
+	case vs[0] == "" && !optional:
+		return "", fmt.Errorf("header %q: empty: %w", name, ErrInvalidHeader)
+	}
+	return vs[0], nil
+}
+
+// badHeader builds the error for a header whose value differs from the one
+// expected.
+func badHeader(name, got, want string) error {
+	return fmt.Errorf("header %q: got %q, want %q: %w", name, got, want, ErrInvalidHeader)
+}
+
+// escapeURISegment percent-encodes every byte of s except the RFC 3986
+// unreserved characters A-Z a-z 0-9 "-" "." "_" "~", so that the result is
+// valid both as a URI host (reg-name) and as a path segment.
+func escapeURISegment(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if isUnreserved(c) {
+			b.WriteByte(c)
+			continue
+		}
+		b.WriteByte('%')
+		b.WriteByte(upperHex[c>>4])
+		b.WriteByte(upperHex[c&0x0F])
+	}
+	return b.String()
+}
+
+// isUnreserved reports whether c is an RFC 3986 unreserved character.
+func isUnreserved(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
+		c == '-' || c == '.' || c == '_' || c == '~'
+}
