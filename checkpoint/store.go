@@ -1,0 +1,153 @@
+package checkpoint
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Sentinel errors.
+var (
+	// ErrConflict means the key was written by someone else since this store last saw it.
+	ErrConflict = errors.New("checkpoint written concurrently by another relay")
+	// ErrBucketUnusable means an existing bucket cannot hold checkpoints.
+	ErrBucketUnusable = errors.New("checkpoint bucket unusable")
+	// ErrInvalidKey means a key has characters a KV key cannot hold.
+	ErrInvalidKey = errors.New("invalid checkpoint key")
+)
+
+// validKey is the KV key syntax: tokens of letters, digits, '-', '_', '=' and '/' joined by
+// single dots.
+var validKey = regexp.MustCompile(`^[-/_=a-zA-Z0-9]+(\.[-/_=a-zA-Z0-9]+)*$`)
+
+// Config is the bucket checkpoints are kept in.
+type Config struct {
+	// Bucket is the KV bucket name.
+	Bucket string
+	// Replicas is the bucket's replica count when the store creates it.
+	Replicas int
+}
+
+// value is what a checkpoint key holds: JSON, so that fields can be added later.
+type value struct {
+	ResourceVersion string    `json:"resourceVersion"`
+	SavedAt         time.Time `json:"savedAt"`
+}
+
+// Store loads and saves checkpoints.
+type Store struct {
+	kv jetstream.KeyValue
+
+	mu        sync.Mutex
+	revisions map[string]uint64 // key -> KV revision last read or written here
+}
+
+// Open returns a store over the bucket, creating it when missing.
+func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Store, error) {
+	kv, err := js.KeyValue(ctx, cfg.Bucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
+			Bucket:      cfg.Bucket,
+			Description: "kube-nats-relay checkpoints: the resourceVersion each source resumes from",
+			Storage:     jetstream.FileStorage,
+			Replicas:    max(cfg.Replicas, 1),
+			// One value per key is all a resume needs; a little history helps an operator see
+			// how checkpoints moved.
+			History: 5,
+		})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open checkpoint bucket %s: %w", cfg.Bucket, err)
+	}
+	return &Store{kv: kv, revisions: make(map[string]uint64)}, nil
+}
+
+// Load returns the checkpoint saved under key, ok=false when there is none.
+func (s *Store) Load(ctx context.Context, key string) (string, bool, error) {
+	if !validKey.MatchString(key) {
+		return "", false, fmt.Errorf("%w: %q", ErrInvalidKey, key)
+	}
+	e, err := s.kv.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		s.setRevision(key, 0)
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("load checkpoint %q: %w", key, err)
+	}
+	v, err := decode(e.Value())
+	if err != nil {
+		return "", false, fmt.Errorf("load checkpoint %q: %w", key, err)
+	}
+	s.setRevision(key, e.Revision())
+	return v.ResourceVersion, true, nil
+}
+
+// Save writes rv under key if nobody else wrote the key since this store last read or wrote
+// it; otherwise it returns ErrConflict.
+func (s *Store) Save(ctx context.Context, key, rv string) error {
+	if !validKey.MatchString(key) {
+		return fmt.Errorf("%w: %q", ErrInvalidKey, key)
+	}
+	data, err := json.Marshal(value{ResourceVersion: rv, SavedAt: time.Now().UTC()})
+	if err != nil {
+		return err
+	}
+	last, known := s.revision(key)
+	var rev uint64
+	switch {
+	case !known:
+		// Never loaded: whatever is there is somebody else's.
+		return fmt.Errorf("save checkpoint %q: load it first", key)
+	case last == 0:
+		rev, err = s.kv.Create(ctx, key, data)
+	default:
+		rev, err = s.kv.Update(ctx, key, data, last)
+	}
+	if errors.Is(err, jetstream.ErrKeyExists) {
+		// Either another writer, or our own earlier write whose ack was lost.
+		e, gerr := s.kv.Get(ctx, key)
+		if gerr == nil {
+			if v, derr := decode(e.Value()); derr == nil && v.ResourceVersion == rv {
+				s.setRevision(key, e.Revision())
+				return nil
+			}
+		}
+		return fmt.Errorf("save checkpoint %q at %s: %w", key, rv, ErrConflict)
+	}
+	if err != nil {
+		return fmt.Errorf("save checkpoint %q at %s: %w", key, rv, err)
+	}
+	s.setRevision(key, rev)
+	return nil
+}
+
+func (s *Store) revision(key string) (uint64, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.revisions[key]
+	return r, ok
+}
+
+func (s *Store) setRevision(key string, rev uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.revisions[key] = rev
+}
+
+func decode(b []byte) (value, error) {
+	var v value
+	if err := json.Unmarshal(b, &v); err != nil {
+		return value{}, fmt.Errorf("decode %q: %w", b, err)
+	}
+	if v.ResourceVersion == "" {
+		return value{}, fmt.Errorf("decode %q: no resourceVersion", b)
+	}
+	return v, nil
+}
