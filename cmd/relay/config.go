@@ -1,0 +1,177 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+
+	"github.com/kelseyhightower/envconfig"
+)
+
+// Config is the relay's configuration, read from environment variables. Every
+// variable starts with RELAY_ except the conventional KUBECONFIG and NATS_URL.
+// envconfig.Usage("", &Config{}) prints the variables with their defaults and
+// descriptions.
+//
+// Fields of type Duration, Integer, Float and CommaList hold whatever text was
+// given; only Validate says whether it parsed. Use a Config only after
+// Validate (loadConfig does both).
+type Config struct {
+	// Kubernetes API access.
+
+	// Kubeconfig is a kubeconfig path, or a list of paths separated like
+	// $PATH that are merged as kubectl merges them. Empty means the in-cluster
+	// service account; there is deliberately no fallback to ~/.kube/config.
+	Kubeconfig string `envconfig:"KUBECONFIG" desc:"kubeconfig file (or list of files separated like PATH); empty uses the in-cluster service account"`
+	// KubeQPS is the client-side rate limit towards the apiserver. client-go's
+	// default of 5 would throttle the initial list of several resources;
+	// 50 still leaves API Priority and Fairness on the server in charge.
+	KubeQPS Float `envconfig:"RELAY_KUBE_QPS" default:"50" desc:"client-side rate limit for Kubernetes API requests, per second"`
+	// KubeBurst lets a start or relist of every resource at once exceed
+	// KubeQPS briefly (client-go's default is 10).
+	KubeBurst Integer `envconfig:"RELAY_KUBE_BURST" default:"100" desc:"burst allowed above RELAY_KUBE_QPS"`
+
+	// NATS connection.
+
+	// NATSURL lists the servers of one NATS cluster. Empty starts an embedded
+	// nats-server with JetStream, meant for development and tests.
+	NATSURL CommaList `envconfig:"NATS_URL" desc:"comma-separated NATS server URLs; empty starts an embedded nats-server with JetStream"`
+	// NATSDataDir is where the embedded server keeps JetStream data; relative
+	// to the working directory so a local run needs no privileges.
+	NATSDataDir string `envconfig:"RELAY_NATS_DATA_DIR" default:"./relay-data" desc:"JetStream storage directory of the embedded nats-server (used only when NATS_URL is empty)"`
+	// NATSListen is where the embedded server accepts clients, so that consumers (and the
+	// nats CLI) can subscribe; loopback by default so nothing is exposed by accident.
+	NATSListen string `envconfig:"RELAY_NATS_LISTEN" default:"127.0.0.1:4222" desc:"host:port the embedded nats-server listens on (used only when NATS_URL is empty)"`
+	// NATSUser and NATSPassword authenticate with a user name and password.
+	NATSUser     string `envconfig:"RELAY_NATS_USER" desc:"NATS user name; requires RELAY_NATS_PASSWORD"`
+	NATSPassword Secret `envconfig:"RELAY_NATS_PASSWORD" desc:"NATS password; requires RELAY_NATS_USER"`
+	// NATSToken authenticates with a token.
+	NATSToken Secret `envconfig:"RELAY_NATS_TOKEN" desc:"NATS authentication token"`
+	// NATSCreds is a credentials file (user JWT and NKey seed).
+	NATSCreds string `envconfig:"RELAY_NATS_CREDS" desc:"NATS credentials file (JWT and seed)"`
+	// NATSNKey is an NKey seed file.
+	NATSNKey string `envconfig:"RELAY_NATS_NKEY" desc:"NATS NKey seed file"`
+	// NATSTLSCA, NATSTLSCert and NATSTLSKey are PEM files: the CA that
+	// verifies the server, and a client certificate with its key.
+	NATSTLSCA   string `envconfig:"RELAY_NATS_TLS_CA" desc:"PEM file of the CA that verifies the NATS server"`
+	NATSTLSCert string `envconfig:"RELAY_NATS_TLS_CERT" desc:"PEM client certificate for NATS; requires RELAY_NATS_TLS_KEY"`
+	NATSTLSKey  string `envconfig:"RELAY_NATS_TLS_KEY" desc:"PEM private key of RELAY_NATS_TLS_CERT"`
+
+	// Selection.
+
+	// ResourceList holds the resources to relay as kubectl writes them.
+	ResourceList CommaList `envconfig:"RELAY_RESOURCES" desc:"required: comma-separated resources as kubectl writes them (pods, deployments.apps, deployments.v1.apps, widgets.example.com)"`
+	// NamespaceList restricts namespaced resources to these namespaces.
+	NamespaceList CommaList `envconfig:"RELAY_NAMESPACES" desc:"comma-separated namespaces to watch; empty watches all namespaces"`
+	// LabelSelector and FieldSelector are sent to the apiserver with every
+	// list and watch.
+	LabelSelector string `envconfig:"RELAY_LABEL_SELECTOR" desc:"label selector applied by the apiserver, e.g. app=web,tier!=cache"`
+	FieldSelector string `envconfig:"RELAY_FIELD_SELECTOR" desc:"field selector applied by the apiserver, e.g. metadata.name!=kube-root-ca.crt"`
+
+	// Output.
+
+	// Cluster names this cluster in subjects and event ids; one subject
+	// token, so that consumers can filter on it.
+	Cluster string `envconfig:"RELAY_CLUSTER" default:"default" desc:"cluster name in subjects and event ids: 1-63 lower-case letters, digits or '-'"`
+	// SubjectPrefix is the first token(s) of every subject.
+	SubjectPrefix string `envconfig:"RELAY_SUBJECT_PREFIX" default:"kube" desc:"subject prefix: dot-separated tokens of letters, digits, '_' or '-'"`
+	// Stream is the JetStream stream over <prefix>.<cluster>.>, created if
+	// missing.
+	Stream string `envconfig:"RELAY_STREAM" default:"KUBE" desc:"JetStream stream name, created if missing"`
+	// StreamReplicas: 1 works on any server; use 3 on a clustered JetStream
+	// for durability. JetStream allows at most 5.
+	StreamReplicas Integer `envconfig:"RELAY_STREAM_REPLICAS" default:"1" desc:"stream replicas, 1 to 5"`
+	// DuplicateWindow is how long JetStream drops a re-published event id.
+	// 10m outlasts a resourceVersion's life on the apiserver (5-10 min), so a
+	// quick restart's replay is dropped by NATS; the relay's durable index
+	// covers longer gaps. JetStream's own default is 2m.
+	DuplicateWindow Duration `envconfig:"RELAY_DUPLICATE_WINDOW" default:"10m" desc:"JetStream duplicate window for event ids (at least 100ms, at most RELAY_MAX_AGE when that is set)"`
+	// MaxAge bounds how long the stream keeps events; 0 keeps them until
+	// other limits apply.
+	MaxAge Duration `envconfig:"RELAY_MAX_AGE" default:"0" desc:"how long the stream keeps events; 0 means unlimited"`
+	// CheckpointBucket is the JetStream key-value bucket of checkpoints,
+	// created if missing.
+	CheckpointBucket string `envconfig:"RELAY_CHECKPOINT_BUCKET" default:"kube-relay-checkpoints" desc:"JetStream key-value bucket for checkpoints, created if missing"`
+	// CheckpointInterval throttles checkpoint writes: after a crash at most
+	// about this much acknowledged work is replayed (and then deduplicated),
+	// at the cost of one KV write per resource per interval.
+	CheckpointInterval Duration `envconfig:"RELAY_CHECKPOINT_INTERVAL" default:"1s" desc:"how often each resource's checkpoint is saved while events flow"`
+	// InitialSync says whether a resource without a checkpoint publishes its
+	// existing objects.
+	InitialSync InitialSyncMode `envconfig:"RELAY_INITIAL_SYNC" default:"publish" desc:"without a checkpoint: publish existing objects (publish) or start from now (skip)"`
+	// BufferSize bounds the events held between watch intake and publishing,
+	// per resource. The apiserver cuts off a watcher that does not read, so
+	// intake must not wait for NATS. 1024 absorbs a burst during a publish
+	// round trip while bounding memory to that many objects per resource.
+	BufferSize Integer `envconfig:"RELAY_BUFFER_SIZE" default:"1024" desc:"events buffered between watch intake and publishing, per resource"`
+	// MaxInflight bounds unacknowledged asynchronous publishes; 256 keeps a
+	// remote server's round trip busy without holding much memory.
+	MaxInflight Integer `envconfig:"RELAY_MAX_INFLIGHT" default:"256" desc:"asynchronous publishes awaiting acknowledgement"`
+	// ShutdownTimeout bounds draining publishes and saving checkpoints after
+	// SIGTERM. 8s fits inside the 10s docker stop waits before SIGKILL (and
+	// Kubernetes' 30s grace period).
+	ShutdownTimeout Duration `envconfig:"RELAY_SHUTDOWN_TIMEOUT" default:"8s" desc:"time allowed to drain publishes and save checkpoints on shutdown"`
+
+	// Logging.
+
+	// LogLevel is the minimum level written; per-event lines are debug.
+	LogLevel LogLevel `envconfig:"RELAY_LOG_LEVEL" default:"info" desc:"trace, debug, info, warn or error"`
+	// LogFormat is json for collectors or console for terminals.
+	LogFormat LogFormat `envconfig:"RELAY_LOG_FORMAT" default:"json" desc:"json, or console for humans"`
+}
+
+// loadConfig reads the configuration from the environment and validates it.
+// On invalid input the error is a *ConfigError listing every problem.
+func loadConfig() (Config, error) {
+	var cfg Config
+	// With non-failing decoders and no required tags this fails only on a
+	// malformed Config type.
+	if err := envconfig.Process("", &cfg); err != nil {
+		return Config{}, fmt.Errorf("read environment: %w", err)
+	}
+	if err := cfg.Validate(); err != nil {
+		return Config{}, err
+	}
+	return cfg, nil
+}
+
+// KubeconfigPaths returns the kubeconfig files to merge, in precedence order,
+// or nil for the in-cluster configuration. Use them as
+// clientcmd.ClientConfigLoadingRules{Precedence: paths}.
+func (c Config) KubeconfigPaths() []string {
+	var paths []string
+	for _, p := range filepath.SplitList(c.Kubeconfig) {
+		if p != "" { // as kubectl, ignore empty list elements
+			paths = append(paths, p)
+		}
+	}
+	return paths
+}
+
+// NATSURLs returns the NATS server URLs, or nil when an embedded server is to
+// be started.
+func (c Config) NATSURLs() []string {
+	return slices.Clone(c.NATSURL.Items)
+}
+
+// EmbeddedNATS reports whether the relay starts its own nats-server.
+func (c Config) EmbeddedNATS() bool {
+	return len(c.NATSURL.Items) == 0
+}
+
+// Resources returns the resources to relay, in the order given. Entries that
+// do not parse are left out; Validate reports them.
+func (c Config) Resources() []ResourceSpec {
+	var specs []ResourceSpec
+	for _, item := range c.ResourceList.Items {
+		if spec, err := parseResourceSpec(item); err == nil {
+			specs = append(specs, spec)
+		}
+	}
+	return specs
+}
+
+// Namespaces returns the namespaces to watch, or nil for all namespaces.
+func (c Config) Namespaces() []string {
+	return slices.Clone(c.NamespaceList.Items)
+}

@@ -1,0 +1,405 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kelseyhightower/envconfig"
+	"github.com/rs/zerolog"
+)
+
+// configVars returns the variable name of every Config field.
+func configVars(t *testing.T) []string {
+	t.Helper()
+	var names []string
+	typ := reflect.TypeFor[Config]()
+	for i := range typ.NumField() {
+		names = append(names, typ.Field(i).Tag.Get("envconfig"))
+	}
+	return names
+}
+
+// setConfigEnv unsets every configuration variable for the duration of the
+// test, then sets env.
+func setConfigEnv(t *testing.T, env map[string]string) {
+	t.Helper()
+	for _, name := range configVars(t) {
+		t.Setenv(name, "") // restores the original value on cleanup
+		if err := os.Unsetenv(name); err != nil {
+			t.Fatalf("unset %s: %v", name, err)
+		}
+	}
+	for name, value := range env {
+		t.Setenv(name, value)
+	}
+}
+
+// writeFile creates a file in dir and returns its path.
+func writeFile(t *testing.T, dir, name string) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, []byte("test\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// configProblems runs loadConfig and returns its problems, failing the test
+// if the error is not a *ConfigError.
+func configProblems(t *testing.T) ([]Problem, string) {
+	t.Helper()
+	_, err := loadConfig()
+	if err == nil {
+		t.Fatal("loadConfig: got no error, want problems")
+	}
+	var cerr *ConfigError
+	if !errors.As(err, &cerr) {
+		t.Fatalf("loadConfig: got %T %v, want *ConfigError", err, err)
+	}
+	return cerr.Problems, err.Error()
+}
+
+func TestConfigDefaults(t *testing.T) {
+	setConfigEnv(t, map[string]string{"RELAY_RESOURCES": "pods"})
+	cfg, err := loadConfig()
+	if err != nil {
+		t.Fatalf("loadConfig: %v", err)
+	}
+	tests := []struct {
+		name      string
+		got, want any
+	}{
+		{"kubeconfig", cfg.KubeconfigPaths(), []string(nil)},
+		{"kube qps", cfg.KubeQPS.Float64, 50.0},
+		{"kube burst", cfg.KubeBurst.Int, 100},
+		{"nats urls", cfg.NATSURLs(), []string(nil)},
+		{"embedded nats", cfg.EmbeddedNATS(), true},
+		{"nats data dir", cfg.NATSDataDir, "./relay-data"},
+		{"resources", cfg.Resources(), []ResourceSpec{{Raw: "pods", Resource: "pods"}}},
+		{"namespaces", cfg.Namespaces(), []string(nil)},
+		{"label selector", cfg.LabelSelector, ""},
+		{"field selector", cfg.FieldSelector, ""},
+		{"cluster", cfg.Cluster, "default"},
+		{"subject prefix", cfg.SubjectPrefix, "kube"},
+		{"stream", cfg.Stream, "KUBE"},
+		{"stream replicas", cfg.StreamReplicas.Int, 1},
+		{"duplicate window", cfg.DuplicateWindow.Duration, 10 * time.Minute},
+		{"max age", cfg.MaxAge.Duration, time.Duration(0)},
+		{"checkpoint bucket", cfg.CheckpointBucket, "kube-relay-checkpoints"},
+		{"checkpoint interval", cfg.CheckpointInterval.Duration, time.Second},
+		{"initial sync", cfg.InitialSync, InitialSyncPublish},
+		{"buffer size", cfg.BufferSize.Int, 1024},
+		{"max inflight", cfg.MaxInflight.Int, 256},
+		{"shutdown timeout", cfg.ShutdownTimeout.Duration, 8 * time.Second},
+		{"log level", cfg.LogLevel.ZerologLevel(), zerolog.InfoLevel},
+		{"log format", cfg.LogFormat, LogFormatJSON},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if !reflect.DeepEqual(tt.got, tt.want) {
+				t.Errorf("got %#v, want %#v", tt.got, tt.want)
+			}
+		})
+	}
+}
+
+func TestConfigFull(t *testing.T) {
+	dir := t.TempDir()
+	kube1, kube2 := writeFile(t, dir, "kube1"), writeFile(t, dir, "kube2")
+	setConfigEnv(t, map[string]string{
+		"KUBECONFIG":                kube1 + string(os.PathListSeparator) + kube2,
+		"RELAY_KUBE_QPS":            "12.5",
+		"RELAY_KUBE_BURST":          "30",
+		"NATS_URL":                  "nats://a:4222, tls://b:4222",
+		"RELAY_NATS_DATA_DIR":       "/var/lib/relay",
+		"RELAY_NATS_USER":           "relay",
+		"RELAY_NATS_PASSWORD":       "secret",
+		"RELAY_NATS_TLS_CA":         writeFile(t, dir, "ca.pem"),
+		"RELAY_NATS_TLS_CERT":       writeFile(t, dir, "cert.pem"),
+		"RELAY_NATS_TLS_KEY":        writeFile(t, dir, "key.pem"),
+		"RELAY_RESOURCES":           "pods,deployments.v1.apps, widgets.example.com",
+		"RELAY_NAMESPACES":          "default,kube-system",
+		"RELAY_LABEL_SELECTOR":      "app=web,tier notin (cache)",
+		"RELAY_FIELD_SELECTOR":      "metadata.name!=kube-root-ca.crt",
+		"RELAY_CLUSTER":             "prod-eu-1",
+		"RELAY_SUBJECT_PREFIX":      "acme.kube_events",
+		"RELAY_STREAM":              "KUBE_PROD",
+		"RELAY_STREAM_REPLICAS":     "3",
+		"RELAY_DUPLICATE_WINDOW":    "5m",
+		"RELAY_MAX_AGE":             "168h",
+		"RELAY_CHECKPOINT_BUCKET":   "prod_checkpoints",
+		"RELAY_CHECKPOINT_INTERVAL": "250ms",
+		"RELAY_INITIAL_SYNC":        "skip",
+		"RELAY_BUFFER_SIZE":         "4096",
+		"RELAY_MAX_INFLIGHT":        "64",
+		"RELAY_SHUTDOWN_TIMEOUT":    "25s",
+		"RELAY_LOG_LEVEL":           "debug",
+		"RELAY_LOG_FORMAT":          "console",
+	})
+	cfg, err := loadConfig()
+	if err != nil {
+		t.Fatalf("loadConfig: %v", err)
+	}
+	tests := []struct {
+		name      string
+		got, want any
+	}{
+		{"kubeconfig", cfg.KubeconfigPaths(), []string{kube1, kube2}},
+		{"kube qps", cfg.KubeQPS.Float64, 12.5},
+		{"kube burst", cfg.KubeBurst.Int, 30},
+		{"nats urls", cfg.NATSURLs(), []string{"nats://a:4222", "tls://b:4222"}},
+		{"embedded nats", cfg.EmbeddedNATS(), false},
+		{"nats data dir", cfg.NATSDataDir, "/var/lib/relay"},
+		{"nats user", cfg.NATSUser, "relay"},
+		{"nats password", string(cfg.NATSPassword), "secret"},
+		{"resources", cfg.Resources(), []ResourceSpec{
+			{Raw: "pods", Resource: "pods"},
+			{Raw: "deployments.v1.apps", Resource: "deployments", Version: "v1", Group: "apps"},
+			{Raw: "widgets.example.com", Resource: "widgets", Group: "example.com"},
+		}},
+		{"namespaces", cfg.Namespaces(), []string{"default", "kube-system"}},
+		{"label selector", cfg.LabelSelector, "app=web,tier notin (cache)"},
+		{"field selector", cfg.FieldSelector, "metadata.name!=kube-root-ca.crt"},
+		{"cluster", cfg.Cluster, "prod-eu-1"},
+		{"subject prefix", cfg.SubjectPrefix, "acme.kube_events"},
+		{"stream", cfg.Stream, "KUBE_PROD"},
+		{"stream replicas", cfg.StreamReplicas.Int, 3},
+		{"duplicate window", cfg.DuplicateWindow.Duration, 5 * time.Minute},
+		{"max age", cfg.MaxAge.Duration, 7 * 24 * time.Hour},
+		{"checkpoint bucket", cfg.CheckpointBucket, "prod_checkpoints"},
+		{"checkpoint interval", cfg.CheckpointInterval.Duration, 250 * time.Millisecond},
+		{"initial sync", cfg.InitialSync, InitialSyncSkip},
+		{"buffer size", cfg.BufferSize.Int, 4096},
+		{"max inflight", cfg.MaxInflight.Int, 64},
+		{"shutdown timeout", cfg.ShutdownTimeout.Duration, 25 * time.Second},
+		{"log level", cfg.LogLevel.ZerologLevel(), zerolog.DebugLevel},
+		{"log format", cfg.LogFormat, LogFormatConsole},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if !reflect.DeepEqual(tt.got, tt.want) {
+				t.Errorf("got %#v, want %#v", tt.got, tt.want)
+			}
+		})
+	}
+}
+
+func TestConfigInvalid(t *testing.T) {
+	dir := t.TempDir()
+	creds := writeFile(t, dir, "relay.creds")
+	cert := writeFile(t, dir, "cert.pem")
+	missing := filepath.Join(dir, "missing.creds")
+
+	tests := []struct {
+		name      string
+		env       map[string]string
+		wantVar   string
+		wantValue string
+	}{
+		{"bad duration", map[string]string{"RELAY_DUPLICATE_WINDOW": "10parsecs"}, "RELAY_DUPLICATE_WINDOW", "10parsecs"},
+		{"duration without unit", map[string]string{"RELAY_CHECKPOINT_INTERVAL": "10"}, "RELAY_CHECKPOINT_INTERVAL", "10"},
+		{"zero checkpoint interval", map[string]string{"RELAY_CHECKPOINT_INTERVAL": "0s"}, "RELAY_CHECKPOINT_INTERVAL", "0s"},
+		{"negative max age", map[string]string{"RELAY_MAX_AGE": "-1h"}, "RELAY_MAX_AGE", "-1h"},
+		{"duplicate window below 100ms", map[string]string{"RELAY_DUPLICATE_WINDOW": "10ms"}, "RELAY_DUPLICATE_WINDOW", "10ms"},
+		{"duplicate window above max age", map[string]string{"RELAY_MAX_AGE": "1m"}, "RELAY_DUPLICATE_WINDOW", "10m"},
+		{"zero shutdown timeout", map[string]string{"RELAY_SHUTDOWN_TIMEOUT": "0"}, "RELAY_SHUTDOWN_TIMEOUT", "0"},
+		{"empty duration", map[string]string{"RELAY_SHUTDOWN_TIMEOUT": ""}, "RELAY_SHUTDOWN_TIMEOUT", ""},
+		{"replicas 0", map[string]string{"RELAY_STREAM_REPLICAS": "0"}, "RELAY_STREAM_REPLICAS", "0"},
+		{"replicas 9", map[string]string{"NATS_URL": "nats://a:4222", "RELAY_STREAM_REPLICAS": "9"}, "RELAY_STREAM_REPLICAS", "9"},
+		{"replicas 3 on embedded server", map[string]string{"RELAY_STREAM_REPLICAS": "3"}, "RELAY_STREAM_REPLICAS", "3"},
+		{"replicas not a number", map[string]string{"RELAY_STREAM_REPLICAS": "three"}, "RELAY_STREAM_REPLICAS", "three"},
+		{"zero buffer size", map[string]string{"RELAY_BUFFER_SIZE": "0"}, "RELAY_BUFFER_SIZE", "0"},
+		{"negative max inflight", map[string]string{"RELAY_MAX_INFLIGHT": "-5"}, "RELAY_MAX_INFLIGHT", "-5"},
+		{"qps not a number", map[string]string{"RELAY_KUBE_QPS": "fast"}, "RELAY_KUBE_QPS", "fast"},
+		{"qps NaN", map[string]string{"RELAY_KUBE_QPS": "NaN"}, "RELAY_KUBE_QPS", "NaN"},
+		{"qps zero", map[string]string{"RELAY_KUBE_QPS": "0"}, "RELAY_KUBE_QPS", "0"},
+		{"burst zero", map[string]string{"RELAY_KUBE_BURST": "0"}, "RELAY_KUBE_BURST", "0"},
+		{"bad label selector", map[string]string{"RELAY_LABEL_SELECTOR": "app in (web"}, "RELAY_LABEL_SELECTOR", "app in (web"},
+		{"bad field selector", map[string]string{"RELAY_FIELD_SELECTOR": "metadata.name"}, "RELAY_FIELD_SELECTOR", "metadata.name"},
+		{"bad resource syntax", map[string]string{"RELAY_RESOURCES": "pods,Deployment.apps"}, "RELAY_RESOURCES", "Deployment.apps"},
+		{"subresource", map[string]string{"RELAY_RESOURCES": "pods/status"}, "RELAY_RESOURCES", "pods/status"},
+		{"duplicate resource", map[string]string{"RELAY_RESOURCES": "pods,secrets,pods"}, "RELAY_RESOURCES", "pods"},
+		{"empty resource entry", map[string]string{"RELAY_RESOURCES": "pods,,secrets"}, "RELAY_RESOURCES", "pods,,secrets"},
+		{"missing resources", map[string]string{"RELAY_RESOURCES": ""}, "RELAY_RESOURCES", ""},
+		{"bad namespace", map[string]string{"RELAY_NAMESPACES": "default,Kube_System"}, "RELAY_NAMESPACES", "Kube_System"},
+		{"duplicate namespace", map[string]string{"RELAY_NAMESPACES": "a,b,a"}, "RELAY_NAMESPACES", "a"},
+		{"missing creds file", map[string]string{"NATS_URL": "a:4222", "RELAY_NATS_CREDS": missing}, "RELAY_NATS_CREDS", missing},
+		{"creds is a directory", map[string]string{"NATS_URL": "a:4222", "RELAY_NATS_CREDS": dir}, "RELAY_NATS_CREDS", dir},
+		{"missing kubeconfig", map[string]string{"KUBECONFIG": missing}, "KUBECONFIG", missing},
+		{"missing tls ca", map[string]string{"RELAY_NATS_TLS_CA": missing}, "RELAY_NATS_TLS_CA", missing},
+		{"cert without key", map[string]string{"RELAY_NATS_TLS_CERT": cert}, "RELAY_NATS_TLS_CERT", cert},
+		{"key without cert", map[string]string{"RELAY_NATS_TLS_KEY": cert}, "RELAY_NATS_TLS_KEY", cert},
+		{"user without password", map[string]string{"RELAY_NATS_USER": "relay"}, "RELAY_NATS_USER", "relay"},
+		{"password without user", map[string]string{"RELAY_NATS_PASSWORD": "pw"}, "RELAY_NATS_PASSWORD", redacted},
+		{"two auth methods", map[string]string{"RELAY_NATS_TOKEN": "tok", "RELAY_NATS_CREDS": creds}, "RELAY_NATS_CREDS", creds},
+		{"user, password and token", map[string]string{"RELAY_NATS_USER": "relay", "RELAY_NATS_PASSWORD": "pw", "RELAY_NATS_TOKEN": "tok"}, "RELAY_NATS_TOKEN", redacted},
+		{"creds and nkey", map[string]string{"RELAY_NATS_CREDS": creds, "RELAY_NATS_NKEY": creds}, "RELAY_NATS_NKEY", creds},
+		{"bad log level", map[string]string{"RELAY_LOG_LEVEL": "verbose"}, "RELAY_LOG_LEVEL", "verbose"},
+		{"bad log format", map[string]string{"RELAY_LOG_FORMAT": "text"}, "RELAY_LOG_FORMAT", "text"},
+		{"bad initial sync", map[string]string{"RELAY_INITIAL_SYNC": "all"}, "RELAY_INITIAL_SYNC", "all"},
+		{"bad cluster name", map[string]string{"RELAY_CLUSTER": "Prod.EU"}, "RELAY_CLUSTER", "Prod.EU"},
+		{"empty cluster name", map[string]string{"RELAY_CLUSTER": ""}, "RELAY_CLUSTER", ""},
+		{"cluster name too long", map[string]string{"RELAY_CLUSTER": strings.Repeat("a", 64)}, "RELAY_CLUSTER", strings.Repeat("a", 64)},
+		{"bad prefix", map[string]string{"RELAY_SUBJECT_PREFIX": "kube.*"}, "RELAY_SUBJECT_PREFIX", "kube.*"},
+		{"prefix with empty token", map[string]string{"RELAY_SUBJECT_PREFIX": "kube..events"}, "RELAY_SUBJECT_PREFIX", "kube..events"},
+		{"bad stream name", map[string]string{"RELAY_STREAM": "KUBE.EVENTS"}, "RELAY_STREAM", "KUBE.EVENTS"},
+		{"stream name with space", map[string]string{"RELAY_STREAM": "KUBE EVENTS"}, "RELAY_STREAM", "KUBE EVENTS"},
+		{"bad bucket name", map[string]string{"RELAY_CHECKPOINT_BUCKET": "kube.checkpoints"}, "RELAY_CHECKPOINT_BUCKET", "kube.checkpoints"},
+		{"bad nats url scheme", map[string]string{"NATS_URL": "http://a:4222"}, "NATS_URL", "http://a:4222"},
+		{"bad nats url port", map[string]string{"NATS_URL": "nats://a:42x2"}, "NATS_URL", "nats://a:42x2"},
+		{"mixed websocket urls", map[string]string{"NATS_URL": "ws://a:80,nats://b:4222"}, "NATS_URL", "ws://a:80,nats://b:4222"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := map[string]string{"RELAY_RESOURCES": "pods"}
+			for name, value := range tt.env {
+				env[name] = value
+			}
+			setConfigEnv(t, env)
+
+			problems, msg := configProblems(t)
+			want := Problem{Var: tt.wantVar, Value: tt.wantValue}
+			if len(problems) != 1 || problems[0].Var != want.Var || problems[0].Value != want.Value {
+				t.Fatalf("got problems %q, want one for %s=%q", problems, want.Var, want.Value)
+			}
+			if wantLine := fmt.Sprintf("%s=%q: ", want.Var, want.Value); !strings.HasPrefix(msg, wantLine) {
+				t.Errorf("got error %q, want it to start with %q", msg, wantLine)
+			}
+			if problems[0].Reason == "" {
+				t.Error("got an empty reason")
+			}
+		})
+	}
+}
+
+func TestConfigReportsAllProblems(t *testing.T) {
+	setConfigEnv(t, map[string]string{
+		"RELAY_RESOURCES":        "pods",
+		"RELAY_DUPLICATE_WINDOW": "10parsecs",
+		"RELAY_STREAM_REPLICAS":  "9",
+		"RELAY_LOG_LEVEL":        "loud",
+		"RELAY_SUBJECT_PREFIX":   "kube.*",
+		"RELAY_BUFFER_SIZE":      "many",
+		"RELAY_NATS_USER":        "relay",
+	})
+	problems, msg := configProblems(t)
+
+	wantLines := []string{
+		`RELAY_NATS_USER="relay": `,
+		`RELAY_SUBJECT_PREFIX="kube.*": `,
+		`RELAY_STREAM_REPLICAS="9": must be between 1 and 5`,
+		`RELAY_DUPLICATE_WINDOW="10parsecs": invalid duration`,
+		`RELAY_BUFFER_SIZE="many": invalid integer`,
+		`RELAY_LOG_LEVEL="loud": `,
+	}
+	lines := strings.Split(msg, "\n")
+	if len(problems) != len(wantLines) || len(lines) != len(wantLines) {
+		t.Fatalf("got %d problems in %d lines:\n%s\nwant %d", len(problems), len(lines), msg, len(wantLines))
+	}
+	for i, want := range wantLines {
+		if !strings.HasPrefix(lines[i], want) {
+			t.Errorf("line %d: got %q, want prefix %q", i, lines[i], want)
+		}
+	}
+}
+
+func TestConfigNeverPrintsSecrets(t *testing.T) {
+	const (
+		password = "hunter2-pw-7f3a"
+		token    = "tok-91c2e0"
+		urlPass  = "urlpass-55d1"
+	)
+	dir := t.TempDir()
+	setConfigEnv(t, map[string]string{
+		"RELAY_RESOURCES":     "pods",
+		"RELAY_NATS_PASSWORD": password, // no user: a problem
+		"RELAY_NATS_TOKEN":    token,    // second method: a problem
+		"RELAY_NATS_CREDS":    writeFile(t, dir, "relay.creds"),
+		"NATS_URL":            "nats://relay:" + urlPass + "@a:42x2,,tls://" + urlPass + "@b:4222",
+	})
+	problems, msg := configProblems(t)
+	if len(problems) < 4 {
+		t.Fatalf("got %d problems, want at least 4:\n%s", len(problems), msg)
+	}
+	var cfg Config
+	if err := envconfig.Process("", &cfg); err != nil {
+		t.Fatal(err)
+	}
+	asJSON, err := json.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	outputs := map[string]string{
+		"error":          msg,
+		"problems":       fmt.Sprintf("%#v", problems),
+		"config %+v":     fmt.Sprintf("%+v", cfg),
+		"config %#v":     fmt.Sprintf("%#v", cfg),
+		"config as JSON": string(asJSON),
+	}
+	for name, out := range outputs {
+		for _, secret := range []string{password, token} {
+			if strings.Contains(out, secret) {
+				t.Errorf("%s contains secret %q:\n%s", name, secret, out)
+			}
+		}
+	}
+	// URLs are printed only in problems; the config holds them verbatim for
+	// nats.Connect.
+	if strings.Contains(msg, urlPass) {
+		t.Errorf("error contains the URL password:\n%s", msg)
+	}
+	if !strings.Contains(msg, `NATS_URL="nats://<redacted>@a:42x2": invalid URL`) {
+		t.Errorf("got error:\n%s\nwant the bad URL reported with credentials redacted", msg)
+	}
+}
+
+func TestRedactURL(t *testing.T) {
+	tests := []struct {
+		name, in, want string
+	}{
+		{"no credentials", "nats://a:4222", "nats://a:4222"},
+		{"user and password", "nats://u:p@a:4222", "nats://<redacted>@a:4222"},
+		{"token without scheme", "tok@a:4222", "<redacted>@a:4222"},
+		{"at sign in password", "tls://u:p@ss@a", "tls://<redacted>@a"},
+		{"list", "nats://u:p@a, b:4222,ws://t@c", "nats://<redacted>@a, b:4222,ws://<redacted>@c"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := redactURL(tt.in); got != tt.want {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestConfigDocumentsEveryVariable(t *testing.T) {
+	var usage bytes.Buffer
+	if err := envconfig.Usagef("", &Config{}, &usage, envconfig.DefaultTableFormat); err != nil {
+		t.Fatalf("usage: %v", err)
+	}
+	typ := reflect.TypeFor[Config]()
+	for i := range typ.NumField() {
+		field := typ.Field(i)
+		t.Run(field.Name, func(t *testing.T) {
+			name := field.Tag.Get("envconfig")
+			if name == "" || field.Tag.Get("desc") == "" {
+				t.Fatalf("got envconfig %q and desc %q, want both set", name, field.Tag.Get("desc"))
+			}
+			if !strings.HasPrefix(name, "RELAY_") && !slices.Contains([]string{"KUBECONFIG", "NATS_URL"}, name) {
+				t.Errorf("got %s, want the RELAY_ prefix", name)
+			}
+			if !strings.Contains(usage.String(), "\n"+name+"\t") {
+				t.Errorf("usage does not list %s:\n%s", name, usage.String())
+			}
+		})
+	}
+}

@@ -1,0 +1,344 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/url"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// Limits imposed by NATS and JetStream.
+const (
+	// maxStreamReplicas is the largest replica count JetStream accepts.
+	maxStreamReplicas = 5
+	// maxStreamNameLen is nats-server's JSMaxNameLen.
+	maxStreamNameLen = 255
+	// maxBucketNameLen keeps the bucket's stream, "KV_" + bucket, within
+	// maxStreamNameLen.
+	maxBucketNameLen = maxStreamNameLen - len("KV_")
+	// minDuplicateWindow is the smallest duplicate window nats-server accepts.
+	minDuplicateWindow = 100 * time.Millisecond
+)
+
+// mustBePositive is the reason given for a value that must be above zero.
+const mustBePositive = "must be greater than 0"
+
+var (
+	// clusterRe matches a cluster name: one subject token, readable in
+	// subjects and event ids without encoding.
+	clusterRe = regexp.MustCompile(`^[a-z0-9-]{1,63}$`)
+	// subjectTokenRe matches one token of the subject prefix.
+	subjectTokenRe = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+	// bucketRe is the bucket name rule of nats.go's jetstream.KeyValue.
+	bucketRe = regexp.MustCompile(`^[a-zA-Z0-9_-]+$`)
+)
+
+// Validate checks the whole configuration and returns a *ConfigError listing
+// every problem, or nil. It opens the files the configuration names to make
+// sure they are readable.
+func (c Config) Validate() error {
+	var ps problems
+	c.validateKube(&ps)
+	c.validateNATS(&ps)
+	c.validateSelection(&ps)
+	c.validateOutput(&ps)
+	c.validateLogging(&ps)
+	return ps.err()
+}
+
+func (c Config) validateKube(ps *problems) {
+	for _, path := range c.KubeconfigPaths() {
+		checkReadableFile(ps, "KUBECONFIG", path)
+	}
+	if c.KubeQPS.err != nil {
+		ps.add("RELAY_KUBE_QPS", c.KubeQPS.Raw, c.KubeQPS.err.Error())
+	} else if c.KubeQPS.Float64 <= 0 {
+		ps.add("RELAY_KUBE_QPS", c.KubeQPS.Raw, mustBePositive)
+	}
+	checkIntBetween(ps, "RELAY_KUBE_BURST", c.KubeBurst, 1, 0)
+}
+
+func (c Config) validateNATS(ps *problems) {
+	c.validateNATSURLs(ps)
+	if c.EmbeddedNATS() {
+		if _, port, err := net.SplitHostPort(c.NATSListen); err != nil {
+			ps.add("RELAY_NATS_LISTEN", c.NATSListen, "must be host:port")
+		} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+			ps.add("RELAY_NATS_LISTEN", c.NATSListen, "port must be a number from 0 to 65535")
+		}
+	}
+	if c.EmbeddedNATS() && c.NATSDataDir == "" {
+		ps.add("RELAY_NATS_DATA_DIR", "", "must not be empty when NATS_URL is empty (embedded nats-server)")
+	}
+
+	// Authentication: user and password go together, and at most one method.
+	if c.NATSUser != "" && c.NATSPassword == "" {
+		ps.add("RELAY_NATS_USER", c.NATSUser, "RELAY_NATS_PASSWORD must be set too")
+	}
+	if c.NATSPassword != "" && c.NATSUser == "" {
+		ps.add("RELAY_NATS_PASSWORD", string(c.NATSPassword), "RELAY_NATS_USER must be set too")
+	}
+	type method struct{ name, value string }
+	var methods []method
+	switch {
+	case c.NATSUser != "":
+		methods = append(methods, method{"RELAY_NATS_USER", c.NATSUser})
+	case c.NATSPassword != "":
+		methods = append(methods, method{"RELAY_NATS_PASSWORD", string(c.NATSPassword)})
+	}
+	for _, m := range []method{
+		{"RELAY_NATS_TOKEN", string(c.NATSToken)},
+		{"RELAY_NATS_CREDS", c.NATSCreds},
+		{"RELAY_NATS_NKEY", c.NATSNKey},
+	} {
+		if m.value != "" {
+			methods = append(methods, m)
+		}
+	}
+	if len(methods) > 1 {
+		for _, m := range methods[1:] {
+			ps.addf(m.name, m.value, "conflicts with %s: use one NATS authentication method (user and password, token, creds or nkey)", methods[0].name)
+		}
+	}
+
+	checkReadableFile(ps, "RELAY_NATS_CREDS", c.NATSCreds)
+	checkReadableFile(ps, "RELAY_NATS_NKEY", c.NATSNKey)
+	checkReadableFile(ps, "RELAY_NATS_TLS_CA", c.NATSTLSCA)
+	checkReadableFile(ps, "RELAY_NATS_TLS_CERT", c.NATSTLSCert)
+	checkReadableFile(ps, "RELAY_NATS_TLS_KEY", c.NATSTLSKey)
+	if c.NATSTLSCert != "" && c.NATSTLSKey == "" {
+		ps.add("RELAY_NATS_TLS_CERT", c.NATSTLSCert, "RELAY_NATS_TLS_KEY must be set too")
+	}
+	if c.NATSTLSKey != "" && c.NATSTLSCert == "" {
+		ps.add("RELAY_NATS_TLS_KEY", c.NATSTLSKey, "RELAY_NATS_TLS_CERT must be set too")
+	}
+}
+
+// validateNATSURLs accepts what nats.Connect accepts: host[:port] or
+// scheme://[credentials@]host[:port] with scheme nats, tls, ws or wss, not
+// mixing websocket and plain schemes. Credentials in URLs are never printed.
+func (c Config) validateNATSURLs(ps *problems) {
+	const name = "NATS_URL"
+	var websocket, plain bool
+	for _, item := range checkListEntries(ps, name, c.NATSURL, redactURL) {
+		s := item
+		if !strings.Contains(s, "://") {
+			s = "nats://" + s
+		}
+		// url.Parse errors quote the URL, credentials included: not shown.
+		u, err := url.Parse(s)
+		switch {
+		case err != nil:
+			ps.add(name, redactURL(item), "invalid URL")
+			continue
+		case u.Hostname() == "":
+			ps.add(name, redactURL(item), "missing host")
+			continue
+		}
+		switch u.Scheme {
+		case "nats", "tls":
+			plain = true
+		case "ws", "wss":
+			websocket = true
+		default:
+			ps.add(name, redactURL(item), "scheme must be nats, tls, ws or wss")
+		}
+	}
+	if websocket && plain {
+		ps.add(name, redactURL(c.NATSURL.Raw), "cannot mix websocket (ws, wss) and plain (nats, tls) URLs")
+	}
+}
+
+func (c Config) validateSelection(ps *problems) {
+	const resources = "RELAY_RESOURCES"
+	if len(c.ResourceList.Items) == 0 {
+		ps.add(resources, c.ResourceList.Raw, "required: list the resources to relay, e.g. pods,deployments.apps")
+	}
+	for _, item := range checkListEntries(ps, resources, c.ResourceList, nil) {
+		if _, err := parseResourceSpec(item); err != nil {
+			ps.add(resources, item, err.Error())
+		}
+	}
+
+	for _, item := range checkListEntries(ps, "RELAY_NAMESPACES", c.NamespaceList, nil) {
+		if len(validation.IsDNS1123Label(item)) > 0 {
+			ps.add("RELAY_NAMESPACES", item, "not a namespace name: at most 63 lower-case letters, digits or '-', starting and ending with a letter or digit")
+		}
+	}
+
+	if _, err := labels.Parse(c.LabelSelector); err != nil {
+		ps.add("RELAY_LABEL_SELECTOR", c.LabelSelector, "invalid label selector: "+err.Error())
+	}
+	if _, err := fields.ParseSelector(c.FieldSelector); err != nil {
+		ps.add("RELAY_FIELD_SELECTOR", c.FieldSelector, "invalid field selector: "+err.Error())
+	}
+}
+
+func (c Config) validateOutput(ps *problems) {
+	if !clusterRe.MatchString(c.Cluster) {
+		ps.add("RELAY_CLUSTER", c.Cluster, "must be 1-63 lower-case letters, digits or '-'")
+	}
+	for token := range strings.SplitSeq(c.SubjectPrefix, ".") {
+		if !subjectTokenRe.MatchString(token) {
+			ps.add("RELAY_SUBJECT_PREFIX", c.SubjectPrefix, "must be dot-separated tokens of letters, digits, '_' or '-'")
+			break
+		}
+	}
+	if !validStreamName(c.Stream) {
+		ps.addf("RELAY_STREAM", c.Stream, `must be a JetStream name: 1-%d printable characters except whitespace, '.', '*', '>', '/' and '\'`, maxStreamNameLen)
+	}
+	if !bucketRe.MatchString(c.CheckpointBucket) || len(c.CheckpointBucket) > maxBucketNameLen {
+		ps.addf("RELAY_CHECKPOINT_BUCKET", c.CheckpointBucket, "must be 1-%d letters, digits, '_' or '-'", maxBucketNameLen)
+	}
+
+	if checkIntBetween(ps, "RELAY_STREAM_REPLICAS", c.StreamReplicas, 1, maxStreamReplicas) &&
+		c.StreamReplicas.Int > 1 && c.EmbeddedNATS() {
+		ps.add("RELAY_STREAM_REPLICAS", c.StreamReplicas.Raw, "must be 1 with the embedded nats-server (NATS_URL is empty)")
+	}
+	if checkDuration(ps, "RELAY_DUPLICATE_WINDOW", c.DuplicateWindow, minDuplicateWindow, "must be at least "+minDuplicateWindow.String()) &&
+		checkDuration(ps, "RELAY_MAX_AGE", c.MaxAge, 0, "must not be negative") &&
+		c.MaxAge.Duration > 0 && c.DuplicateWindow.Duration > c.MaxAge.Duration {
+		ps.addf("RELAY_DUPLICATE_WINDOW", c.DuplicateWindow.Raw, "must not exceed RELAY_MAX_AGE (%s)", c.MaxAge.Raw)
+	}
+	checkDuration(ps, "RELAY_CHECKPOINT_INTERVAL", c.CheckpointInterval, time.Nanosecond, mustBePositive)
+	checkIntBetween(ps, "RELAY_BUFFER_SIZE", c.BufferSize, 1, 0)
+	checkIntBetween(ps, "RELAY_MAX_INFLIGHT", c.MaxInflight, 1, 0)
+	checkDuration(ps, "RELAY_SHUTDOWN_TIMEOUT", c.ShutdownTimeout, time.Nanosecond, mustBePositive)
+
+	switch c.InitialSync {
+	case InitialSyncPublish, InitialSyncSkip:
+	default:
+		ps.add("RELAY_INITIAL_SYNC", string(c.InitialSync), "must be publish or skip")
+	}
+}
+
+func (c Config) validateLogging(ps *problems) {
+	if _, ok := logLevels[c.LogLevel]; !ok {
+		ps.add("RELAY_LOG_LEVEL", string(c.LogLevel), "must be trace, debug, info, warn or error")
+	}
+	switch c.LogFormat {
+	case LogFormatJSON, LogFormatConsole:
+	default:
+		ps.add("RELAY_LOG_FORMAT", string(c.LogFormat), "must be json or console")
+	}
+}
+
+// checkListEntries reports empty and repeated entries of l and returns the
+// distinct non-empty ones. show, if not nil, rewrites values before they are
+// reported.
+func checkListEntries(ps *problems, name string, l CommaList, show func(string) string) []string {
+	if show == nil {
+		show = func(s string) string { return s }
+	}
+	var entries []string
+	seen := make(map[string]bool, len(l.Items))
+	reportedEmpty := false
+	for _, item := range l.Items {
+		switch {
+		case item == "":
+			if !reportedEmpty {
+				ps.add(name, show(l.Raw), "empty entry: remove the stray comma")
+				reportedEmpty = true
+			}
+		case seen[item]:
+			ps.add(name, show(item), "listed more than once")
+		default:
+			seen[item] = true
+			entries = append(entries, item)
+		}
+	}
+	return entries
+}
+
+// checkIntBetween reports v unless it parsed and lies in [lo, hi]; hi 0 means
+// no upper bound. It returns whether v is valid.
+func checkIntBetween(ps *problems, name string, v Integer, lo, hi int) bool {
+	switch {
+	case v.err != nil:
+		ps.add(name, v.Raw, v.err.Error())
+	case hi == 0 && v.Int < lo:
+		ps.addf(name, v.Raw, "must be at least %d", lo)
+	case hi != 0 && (v.Int < lo || v.Int > hi):
+		ps.addf(name, v.Raw, "must be between %d and %d", lo, hi)
+	default:
+		return true
+	}
+	return false
+}
+
+// checkDuration reports d unless it parsed and is at least lo, giving reason
+// when it is below. It returns whether d is valid.
+func checkDuration(ps *problems, name string, d Duration, lo time.Duration, reason string) bool {
+	switch {
+	case d.err != nil:
+		ps.add(name, d.Raw, d.err.Error())
+	case d.Duration < lo:
+		ps.add(name, d.Raw, reason)
+	default:
+		return true
+	}
+	return false
+}
+
+// validStreamName applies the stream name rules of nats-server and nats.go.
+func validStreamName(s string) bool {
+	if s == "" || len(s) > maxStreamNameLen || strings.ContainsAny(s, `.*>/\`) {
+		return false
+	}
+	for _, r := range s {
+		if unicode.IsSpace(r) || !unicode.IsPrint(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// checkReadableFile reports path unless it names a file that can be opened
+// for reading. An empty path is not checked.
+func checkReadableFile(ps *problems, name, path string) {
+	if path == "" {
+		return
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		reason := err.Error()
+		if pathErr := (*fs.PathError)(nil); errors.As(err, &pathErr) {
+			reason = pathErr.Err.Error() // the path is printed already
+		}
+		ps.add(name, path, "cannot open: "+reason)
+		return
+	}
+	defer f.Close()
+	if info, err := f.Stat(); err == nil && info.IsDir() {
+		ps.add(name, path, "is a directory, want a file")
+	}
+}
+
+// redactURL hides the user information of every URL in a comma-separated
+// list, e.g. "nats://user:pass@host" becomes "nats://<redacted>@host".
+func redactURL(s string) string {
+	items := strings.Split(s, ",")
+	for i, item := range items {
+		at := strings.LastIndex(item, "@")
+		if at < 0 {
+			continue
+		}
+		prefix := ""
+		if scheme, _, ok := strings.Cut(item, "://"); ok && !strings.Contains(scheme, "@") {
+			prefix = scheme + "://"
+		}
+		items[i] = fmt.Sprintf("%s%s@%s", prefix, redacted, item[at+1:])
+	}
+	return strings.Join(items, ",")
+}

@@ -1,0 +1,149 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/rs/zerolog"
+)
+
+const (
+	// embeddedReadyTimeout bounds the embedded server's start, JetStream recovery included.
+	embeddedReadyTimeout = 30 * time.Second
+	// reconnectWait is the pause between reconnect attempts; reconnects never stop.
+	reconnectWait = time.Second
+	// reconnectBufSize buffers publishes made while disconnected (nats.go's default is 8 MiB);
+	// publishes beyond it fail and are retried by the pipeline.
+	reconnectBufSize = 32 << 20
+	// drainTimeout bounds the final drain at shutdown; the pipeline has already waited for
+	// its acks, so there is little left to flush.
+	drainTimeout = time.Second
+)
+
+// natsConn is the relay's NATS connection and, without NATS_URL, the embedded server.
+type natsConn struct {
+	nc       *nats.Conn
+	embedded *server.Server
+}
+
+func connectNATS(ctx context.Context, cfg Config) (*natsConn, error) {
+	log := zerolog.Ctx(ctx)
+	c := &natsConn{}
+	urls := strings.Join(cfg.NATSURLs(), ",")
+	if cfg.EmbeddedNATS() {
+		s, err := startEmbedded(cfg)
+		if err != nil {
+			return nil, err
+		}
+		c.embedded = s
+		urls = s.ClientURL()
+		log.Info().Str("url", urls).Str("store_dir", cfg.NATSDataDir).Msg("embedded nats-server started")
+	}
+	opts := []nats.Option{
+		nats.Name("kube-nats-relay"),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(reconnectWait),
+		nats.ReconnectBufSize(reconnectBufSize),
+		nats.RetryOnFailedConnect(true),
+		nats.DrainTimeout(drainTimeout),
+		nats.DisconnectErrHandler(func(nc *nats.Conn, err error) {
+			if err != nil { // nil when we close the connection ourselves
+				log.Warn().Err(err).Msg("nats disconnected")
+			}
+		}),
+		nats.ReconnectHandler(func(nc *nats.Conn) {
+			log.Info().Str("url", nc.ConnectedUrlRedacted()).Msg("nats reconnected")
+		}),
+	}
+	switch {
+	case cfg.NATSUser != "":
+		opts = append(opts, nats.UserInfo(cfg.NATSUser, string(cfg.NATSPassword)))
+	case cfg.NATSToken != "":
+		opts = append(opts, nats.Token(string(cfg.NATSToken)))
+	case cfg.NATSCreds != "":
+		opts = append(opts, nats.UserCredentials(cfg.NATSCreds))
+	case cfg.NATSNKey != "":
+		opt, err := nats.NkeyOptionFromSeed(cfg.NATSNKey)
+		if err != nil {
+			c.close(ctx)
+			return nil, &ConfigError{Problems: []Problem{{Var: "RELAY_NATS_NKEY", Value: cfg.NATSNKey, Reason: err.Error()}}}
+		}
+		opts = append(opts, opt)
+	}
+	if cfg.NATSTLSCA != "" {
+		opts = append(opts, nats.RootCAs(cfg.NATSTLSCA))
+	}
+	if cfg.NATSTLSCert != "" {
+		opts = append(opts, nats.ClientCert(cfg.NATSTLSCert, cfg.NATSTLSKey))
+	}
+	nc, err := nats.Connect(urls, opts...)
+	if err != nil {
+		c.close(ctx)
+		return nil, fmt.Errorf("connect to nats %s: %w", redactURL(urls), err)
+	}
+	c.nc = nc
+	// With RetryOnFailedConnect the first connection may still be pending; wait for it so
+	// that the stream and bucket can be set up.
+	for !nc.IsConnected() {
+		select {
+		case <-ctx.Done():
+			c.close(ctx)
+			return nil, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	log.Info().Str("url", nc.ConnectedUrlRedacted()).Int64("max_payload", nc.MaxPayload()).Msg("nats connected")
+	return c, nil
+}
+
+func startEmbedded(cfg Config) (*server.Server, error) {
+	host, portStr, _ := net.SplitHostPort(cfg.NATSListen) // validated in Config
+	port, _ := strconv.Atoi(portStr)
+	dir, err := filepath.Abs(cfg.NATSDataDir)
+	if err != nil {
+		return nil, err
+	}
+	opts := &server.Options{
+		ServerName: "kube-nats-relay-embedded",
+		Host:       host,
+		Port:       port,
+		JetStream:  true,
+		StoreDir:   dir,
+		NoSigs:     true,
+		NoLog:      true,
+	}
+	s, err := server.NewServer(opts)
+	if err != nil {
+		return nil, fmt.Errorf("embedded nats-server: %w", err)
+	}
+	go s.Start()
+	if !s.ReadyForConnections(embeddedReadyTimeout) {
+		s.Shutdown()
+		return nil, fmt.Errorf("embedded nats-server on %s with storage in %s: not ready after %s", cfg.NATSListen, dir, embeddedReadyTimeout)
+	}
+	return s, nil
+}
+
+// close drains the connection (flushing what is buffered) and stops the embedded server.
+func (c *natsConn) close(ctx context.Context) {
+	if c.nc != nil {
+		if err := c.nc.Drain(); err != nil {
+			c.nc.Close()
+		}
+		for !c.nc.IsClosed() {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	if c.embedded != nil {
+		c.embedded.Shutdown()
+		c.embedded.WaitForShutdown()
+		zerolog.Ctx(ctx).Info().Msg("embedded nats-server stopped")
+	}
+}

@@ -1,0 +1,141 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/kelseyhightower/envconfig"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/kube-nats-relay/kube-nats-relay/checkpoint"
+	"github.com/kube-nats-relay/kube-nats-relay/relay"
+)
+
+// publishAsyncTimeout is how long an asynchronous publish waits for its ack before it counts
+// as failed and is retried: long enough for a JetStream leader election, short enough that a
+// lost ack does not hold up an object for long.
+const publishAsyncTimeout = 10 * time.Second
+
+// run reads the configuration, connects to Kubernetes and NATS, and relays until ctx ends.
+// Configuration problems (including resources the server does not know) come back as a
+// *ConfigError before anything is published.
+func run(ctx context.Context, args []string, stderr io.Writer) error {
+	if len(args) > 1 {
+		if args[1] == "-h" || args[1] == "--help" || args[1] == "help" {
+			return usage(stderr)
+		}
+		return &ConfigError{Problems: []Problem{{Var: "argument", Value: args[1], Reason: "the relay takes no arguments; it is configured through environment variables (relay --help lists them)"}}}
+	}
+	cfg, err := loadConfig()
+	if err != nil {
+		return err
+	}
+	log := newLogger(cfg, stderr)
+	ctx = log.WithContext(ctx)
+
+	kube, err := newKubeClients(cfg)
+	if err != nil {
+		return err
+	}
+	resources, err := resolveResources(ctx, kube.discovery, cfg.Resources())
+	if err != nil {
+		return err
+	}
+	for _, r := range resources {
+		log.Info().Str("resource", r.String()).Str("kind", r.Kind).
+			Bool("namespaced", r.Namespaced).Msg("resource resolved")
+	}
+
+	conn, err := connectNATS(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer conn.close(ctx)
+	nc := conn.nc
+
+	sources := sourceConfigs(cfg, resources, nc.MaxPayload())
+	js, err := jetstream.New(nc,
+		jetstream.WithPublishAsyncMaxPending(cfg.MaxInflight.Int*len(sources)+1),
+		jetstream.WithPublishAsyncTimeout(publishAsyncTimeout))
+	if err != nil {
+		return fmt.Errorf("jetstream: %w", err)
+	}
+	if _, err := relay.EnsureStream(ctx, js, relay.StreamConfig{
+		Name:       cfg.Stream,
+		Prefix:     cfg.SubjectPrefix,
+		Cluster:    cfg.Cluster,
+		Replicas:   cfg.StreamReplicas.Int,
+		Duplicates: cfg.DuplicateWindow.Duration,
+		MaxAge:     cfg.MaxAge.Duration,
+	}); err != nil {
+		return err
+	}
+	store, err := checkpoint.Open(ctx, js, checkpoint.Config{Bucket: cfg.CheckpointBucket, Replicas: cfg.StreamReplicas.Int})
+	if err != nil {
+		return err
+	}
+
+	dyn, err := dynamic.NewForConfig(kube.rest)
+	if err != nil {
+		return fmt.Errorf("dynamic client: %w", err)
+	}
+	built := make([]*relay.Source, len(sources))
+	for i, sc := range sources {
+		built[i] = relay.NewSource(sc, dyn, js, store)
+	}
+	log.Info().Int("sources", len(built)).Str("stream", cfg.Stream).Str("bucket", cfg.CheckpointBucket).Msg("relay started")
+	err = relay.New(built...).Run(ctx)
+	log.Info().Msg("relay stopped")
+	return err
+}
+
+// sourceConfigs returns one source per resource, or per resource and namespace when
+// namespaces are listed (cluster-scoped resources are always watched whole).
+func sourceConfigs(cfg Config, resources []relay.Resource, maxPayload int64) []relay.SourceConfig {
+	var out []relay.SourceConfig
+	for _, r := range resources {
+		base := relay.SourceConfig{
+			Cluster:            cfg.Cluster,
+			Prefix:             cfg.SubjectPrefix,
+			Resource:           r,
+			LabelSelector:      cfg.LabelSelector,
+			FieldSelector:      cfg.FieldSelector,
+			InitialSync:        cfg.InitialSync == InitialSyncPublish,
+			Buffer:             cfg.BufferSize.Int,
+			MaxInflight:        cfg.MaxInflight.Int,
+			CheckpointInterval: cfg.CheckpointInterval.Duration,
+			MaxPayload:         int(maxPayload),
+			ShutdownTimeout:    cfg.ShutdownTimeout.Duration,
+		}
+		namespaces := cfg.Namespaces()
+		if !r.Namespaced || len(namespaces) == 0 {
+			out = append(out, base)
+			continue
+		}
+		for _, ns := range namespaces {
+			sc := base
+			sc.Namespace = ns
+			out = append(out, sc)
+		}
+	}
+	return out
+}
+
+func newLogger(cfg Config, w io.Writer) zerolog.Logger {
+	if cfg.LogFormat == LogFormatConsole {
+		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.TimeOnly}
+	}
+	return zerolog.New(w).Level(cfg.LogLevel.ZerologLevel()).With().Timestamp().Logger()
+}
+
+// usage prints every variable with its default and meaning.
+func usage(w io.Writer) error {
+	fmt.Fprintln(w, "relay: list-watch Kubernetes resources and publish every change to NATS JetStream.")
+	fmt.Fprintln(w, "Configured through these environment variables:")
+	var cfg Config
+	return envconfig.Usagef("", &cfg, w, envconfig.DefaultTableFormat)
+}

@@ -1,0 +1,229 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+const (
+	// retryBackoffMin and retryBackoffMax bound the wait before a failed publish is tried
+	// again: short enough to follow a NATS server restart within a second, long enough not to
+	// spin while NATS is down for minutes.
+	retryBackoffMin = 100 * time.Millisecond
+	retryBackoffMax = 5 * time.Second
+)
+
+// Publisher sends a message to JetStream asynchronously; jetstream.JetStream satisfies it.
+type Publisher interface {
+	PublishMsgAsync(msg *nats.Msg, opts ...jetstream.PublishOpt) (jetstream.PubAckFuture, error)
+}
+
+var _ Publisher = (jetstream.JetStream)(nil)
+
+// item is one step of a source's stream: a change to publish, or a mark that lets the
+// checkpoint advance once everything before it is acked.
+type item struct {
+	seq uint64
+	// key is namespace/name: changes of one key are published one at a time, in order.
+	key string
+	// msg is nil for a mark.
+	msg *nats.Msg
+	// rv is the resourceVersion the checkpoint may move to once this item and every earlier
+	// one are done; empty for items that do not move it (objects of a list, whose
+	// resourceVersions are not in order).
+	rv string
+	// urgent asks for the checkpoint to be written now rather than at the next interval
+	// (bookmarks, the end of a list).
+	urgent bool
+
+	attempts int
+	done     bool
+	onAck    func(ack *jetstream.PubAck)
+}
+
+type result struct {
+	it  *item
+	ack *jetstream.PubAck
+	err error
+}
+
+// objectQueue holds the changes of one object waiting behind the one in flight.
+type objectQueue struct {
+	busy    bool
+	waiting []*item
+}
+
+// pipeline publishes a source's items asynchronously with a bounded number outstanding,
+// keeps the changes of each object in order (one in flight per object, retried until acked),
+// and reports the resourceVersion up to which everything is acked.
+type pipeline struct {
+	pub Publisher
+	// in is the bounded buffer between watch intake and publishing.
+	in chan *item
+	// maxOutstanding bounds items taken from in and not yet acked.
+	maxOutstanding int
+	// advance is called with the checkpoint resourceVersion whenever it moves.
+	advance func(rv string, urgent bool)
+	// onRetry is called for every failed publish attempt before its retry (for logging).
+	onRetry func(it *item, err error)
+}
+
+func newPipeline(pub Publisher, buffer, maxOutstanding int, advance func(string, bool), onRetry func(*item, error)) *pipeline {
+	return &pipeline{
+		pub:            pub,
+		in:             make(chan *item, buffer),
+		maxOutstanding: maxOutstanding,
+		advance:        advance,
+		onRetry:        onRetry,
+	}
+}
+
+// run publishes until in is closed and everything taken is acked (returns nil), or until
+// stop is closed: then it takes nothing new, sends nothing queued, waits for the publishes in
+// flight until ctx ends, and returns. Everything acked has been reported through advance.
+func (p *pipeline) run(ctx context.Context, stop <-chan struct{}) error {
+	var (
+		seq      uint64
+		pending  []*item // taken and not yet retired, in seq order
+		objects  = make(map[string]*objectQueue)
+		inflight int
+		results  = make(chan result, p.maxOutstanding)
+		retries  = make(chan *item, p.maxOutstanding)
+		in       = p.in
+		stopping bool
+	)
+	send := func(it *item) {
+		inflight++
+		fut, err := p.pub.PublishMsgAsync(it.msg)
+		if err != nil {
+			results <- result{it: it, err: err}
+			return
+		}
+		go func() {
+			select {
+			case ack := <-fut.Ok():
+				results <- result{it: it, ack: ack}
+			case err := <-fut.Err():
+				results <- result{it: it, err: err}
+			}
+		}()
+	}
+	retire := func() {
+		last, urgent := "", false
+		n := 0
+		for ; n < len(pending) && pending[n].done; n++ {
+			if pending[n].rv != "" {
+				last, urgent = pending[n].rv, pending[n].urgent
+			}
+		}
+		if n == 0 {
+			return
+		}
+		clear(pending[:n])
+		pending = pending[n:]
+		if last != "" {
+			p.advance(last, urgent)
+		}
+	}
+	for {
+		if stopping || (in == nil && len(pending) == 0) {
+			if inflight == 0 {
+				retire()
+				return nil
+			}
+		}
+		take := in
+		if stopping || len(pending) >= p.maxOutstanding {
+			take = nil
+		}
+		var stopC <-chan struct{}
+		if !stopping {
+			stopC = stop
+		}
+		select {
+		case it, ok := <-take:
+			if !ok {
+				in = nil
+				continue
+			}
+			seq++
+			it.seq = seq
+			pending = append(pending, it)
+			if it.msg == nil {
+				it.done = true
+				retire()
+				continue
+			}
+			q := objects[it.key]
+			if q == nil {
+				q = &objectQueue{}
+				objects[it.key] = q
+			}
+			if q.busy {
+				q.waiting = append(q.waiting, it)
+				continue
+			}
+			q.busy = true
+			send(it)
+
+		case r := <-results:
+			if r.err != nil {
+				if stopping {
+					inflight--
+					continue
+				}
+				r.it.attempts++
+				if p.onRetry != nil {
+					p.onRetry(r.it, r.err)
+				}
+				it := r.it
+				time.AfterFunc(backoff(it.attempts), func() { retries <- it })
+				continue
+			}
+			inflight--
+			r.it.done = true
+			if r.it.onAck != nil {
+				r.it.onAck(r.ack)
+			}
+			q := objects[r.it.key]
+			if len(q.waiting) > 0 && !stopping {
+				next := q.waiting[0]
+				q.waiting = q.waiting[1:]
+				send(next)
+			} else {
+				delete(objects, r.it.key)
+			}
+			retire()
+
+		case it := <-retries:
+			inflight--
+			if stopping {
+				continue
+			}
+			send(it)
+
+		case <-stopC:
+			stopping = true
+
+		case <-ctx.Done():
+			retire()
+			return ctx.Err()
+		}
+	}
+}
+
+// backoff returns the wait before attempt n+1: doubling from retryBackoffMin, capped.
+func backoff(attempts int) time.Duration {
+	d := retryBackoffMin
+	for i := 1; i < attempts && d < retryBackoffMax; i++ {
+		d *= 2
+	}
+	return min(d, retryBackoffMax)
+}
+
+// errStopped is returned by intake when the pipeline no longer takes items.
+var errStopped = errors.New("pipeline stopped")

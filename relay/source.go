@@ -1,0 +1,321 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/rs/zerolog"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/kube-nats-relay/kube-nats-relay/event"
+)
+
+const (
+	// listPageSize is the number of objects per list request: the apiserver's own pagers use
+	// 500, large enough for few round trips, small enough to keep each response light.
+	listPageSize = 500
+	// minWatchTimeout is the shortest server-side watch timeout we ask for; each watch gets a
+	// random one between it and twice it, like client-go's reflector, so that many relays
+	// do not re-watch in lock step.
+	minWatchTimeout = 5 * time.Minute
+	// watchBackoffMin and watchBackoffMax bound the wait before re-opening a watch or a list
+	// after an error (apiserver down, network fault).
+	watchBackoffMin = 200 * time.Millisecond
+	watchBackoffMax = 30 * time.Second
+	// shortWatch is how long a watch must have lived for its end to count as normal; a watch
+	// that ends sooner without error is re-opened after a backoff, not at once.
+	shortWatch = time.Second
+)
+
+// ErrPermanent marks an error that retrying cannot fix (forbidden, unknown resource): the
+// source stops and reports it; other sources carry on.
+var ErrPermanent = errors.New("permanent error")
+
+// intake lists and watches one source's objects and feeds its pipeline. It is the only
+// writer of the index.
+type intake struct {
+	src   *Source
+	out   chan<- *item
+	index *index
+	log   zerolog.Logger
+}
+
+// run resumes from rv (empty: no checkpoint) and returns only when ctx ends or on a permanent
+// error.
+func (in *intake) run(ctx context.Context, rv string) error {
+	needList := rv == ""
+	origin := event.InitialSync
+	if !needList {
+		in.log.Info().Str("rv", rv).Msg("resuming from checkpoint")
+	}
+	failures := 0
+	for ctx.Err() == nil {
+		var err error
+		if needList {
+			rv, err = in.list(ctx, origin)
+			if err == nil {
+				needList = false
+				origin = event.Relist
+			}
+		} else {
+			start := time.Now()
+			var opened bool
+			opened, err = in.watch(ctx, &rv)
+			if err == nil && time.Since(start) >= shortWatch {
+				failures = 0
+				continue
+			}
+			if opened && err == nil {
+				err = errors.New("watch ended early")
+			}
+		}
+		if err == nil {
+			failures = 0
+			continue
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		switch {
+		case apierrors.IsResourceExpired(err) || apierrors.IsGone(err):
+			in.log.Info().Str("rv", rv).Err(err).Msg("resourceVersion expired, relisting")
+			needList, origin = true, event.Relist
+			continue
+		case apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) || apierrors.IsNotFound(err) ||
+			apierrors.IsMethodNotSupported(err) || apierrors.IsBadRequest(err) || apierrors.IsInvalid(err):
+			return fmt.Errorf("%w: %s: %w", ErrPermanent, in.src.describe(), err)
+		}
+		failures++
+		wait := watchBackoff(failures)
+		in.log.Warn().Err(err).Str("rv", rv).Dur("retry_in", wait).Msg("list or watch failed, retrying")
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(wait):
+		}
+	}
+	return nil
+}
+
+// list reads every object with a consistent read, page by page, and publishes the
+// difference against the index: everything when the index is empty (origin says why), then
+// deletes for indexed objects that are gone. It returns the list's resourceVersion, which a
+// mark carries so the checkpoint moves there once all of it is acked.
+func (in *intake) list(ctx context.Context, origin event.Origin) (string, error) {
+	start := time.Now()
+	known := in.index.snapshot()
+	seen := make(map[string]struct{}, len(known))
+	var listRV, cont string
+	published, total := 0, 0
+	for {
+		page, err := in.src.client.List(ctx, metav1.ListOptions{
+			LabelSelector: in.src.cfg.LabelSelector,
+			FieldSelector: in.src.cfg.FieldSelector,
+			Limit:         listPageSize,
+			Continue:      cont,
+		})
+		if err != nil {
+			return "", fmt.Errorf("list %s: %w", in.src.describe(), err)
+		}
+		if listRV == "" {
+			listRV = page.GetResourceVersion()
+		}
+		for i := range page.Items {
+			obj := &page.Items[i]
+			key := objectKey(obj)
+			seen[key] = struct{}{}
+			total++
+			uid, rv := string(obj.GetUID()), obj.GetResourceVersion()
+			prev, had := known[key]
+			var t event.Type
+			switch {
+			case had && prev.UID == uid && !rvLess(prev.ResourceVersion, rv):
+				continue // unchanged since published
+			case had && prev.UID != uid:
+				// Deleted and re-created under the same name while we could not watch.
+				if err := in.emitInferredDelete(ctx, key, prev); err != nil {
+					return "", err
+				}
+				t = event.Added
+			case had:
+				t = event.Modified
+			default:
+				t = event.Added
+			}
+			in.index.put(key, entry{UID: uid, ResourceVersion: rv})
+			if origin == event.InitialSync && !in.src.cfg.InitialSync {
+				continue
+			}
+			if err := in.emit(ctx, obj, t, origin, ""); err != nil {
+				return "", err
+			}
+			published++
+		}
+		cont = page.GetContinue()
+		if cont == "" {
+			break
+		}
+	}
+	for key, prev := range known {
+		if _, ok := seen[key]; !ok {
+			if err := in.emitInferredDelete(ctx, key, prev); err != nil {
+				return "", err
+			}
+			published++
+		}
+	}
+	if err := in.mark(ctx, listRV); err != nil {
+		return "", err
+	}
+	in.log.Info().Str("origin", string(origin)).Int("objects", total).Int("published", published).
+		Str("rv", listRV).Dur("took", time.Since(start)).Msg("listed")
+	return listRV, nil
+}
+
+// watch watches from *rv until the watch ends, advancing *rv with every event and bookmark.
+// opened reports whether the watch was established.
+func (in *intake) watch(ctx context.Context, rv *string) (opened bool, err error) {
+	timeout := int64((minWatchTimeout + rand.N(minWatchTimeout)).Seconds())
+	w, err := in.src.client.Watch(ctx, metav1.ListOptions{
+		LabelSelector:       in.src.cfg.LabelSelector,
+		FieldSelector:       in.src.cfg.FieldSelector,
+		ResourceVersion:     *rv,
+		AllowWatchBookmarks: true,
+		TimeoutSeconds:      &timeout,
+	})
+	if err != nil {
+		return false, fmt.Errorf("watch %s from %s: %w", in.src.describe(), *rv, err)
+	}
+	defer w.Stop()
+	in.log.Info().Str("rv", *rv).Msg("watching")
+	for {
+		var ev watch.Event
+		var ok bool
+		select {
+		case <-ctx.Done():
+			return true, nil
+		case ev, ok = <-w.ResultChan():
+		}
+		if !ok {
+			return true, nil
+		}
+		switch ev.Type {
+		case watch.Error:
+			return true, apierrors.FromObject(ev.Object)
+		case watch.Bookmark:
+			obj, ok := ev.Object.(*unstructured.Unstructured)
+			if !ok {
+				continue
+			}
+			*rv = obj.GetResourceVersion()
+			if err := in.markUrgent(ctx, *rv); err != nil {
+				return true, nil
+			}
+		case watch.Added, watch.Modified, watch.Deleted:
+			obj, ok := ev.Object.(*unstructured.Unstructured)
+			if !ok {
+				return true, fmt.Errorf("watch %s: unexpected object %T", in.src.describe(), ev.Object)
+			}
+			if err := in.change(ctx, obj, ev.Type); err != nil {
+				return true, nil
+			}
+			*rv = obj.GetResourceVersion()
+		}
+	}
+}
+
+// change publishes a live event unless the index shows it was already taken.
+func (in *intake) change(ctx context.Context, obj *unstructured.Unstructured, typ watch.EventType) error {
+	key := objectKey(obj)
+	uid, rv := string(obj.GetUID()), obj.GetResourceVersion()
+	if prev, ok := in.index.get(key); ok && prev.isReplay(uid, rv) {
+		in.log.Debug().Str("key", key).Str("rv", rv).Msg("replay suppressed")
+		return in.mark(ctx, rv)
+	}
+	t := event.Modified
+	switch typ {
+	case watch.Added:
+		t = event.Added
+		if prev, ok := in.index.get(key); ok && prev.UID != uid {
+			// The old object's DELETED was never seen (it cannot be, on a live watch); keep
+			// the index honest for the relist diff.
+			in.index.remove(key)
+		}
+	case watch.Deleted:
+		t = event.Deleted
+	}
+	if t == event.Deleted {
+		in.index.remove(key)
+	} else {
+		in.index.put(key, entry{UID: uid, ResourceVersion: rv})
+	}
+	return in.emit(ctx, obj, t, event.Live, rv)
+}
+
+// emit queues the event for obj; checkpointRV is the resourceVersion the checkpoint may move
+// to once it is acked (empty for list items).
+func (in *intake) emit(ctx context.Context, obj *unstructured.Unstructured, t event.Type, origin event.Origin, checkpointRV string) error {
+	msg, omitted := in.src.message(obj, t, origin, false)
+	if omitted {
+		in.log.Warn().Str("key", objectKey(obj)).Str("rv", obj.GetResourceVersion()).
+			Msg("object larger than the server's max payload, publishing a reference without body")
+	}
+	in.log.Debug().Str("type", string(t)).Str("origin", string(origin)).Str("key", objectKey(obj)).
+		Str("rv", obj.GetResourceVersion()).Msg("event")
+	return in.send(ctx, &item{key: objectKey(obj), msg: msg, rv: checkpointRV})
+}
+
+// emitInferredDelete queues a DELETED for an object that vanished while nobody watched: its
+// last known identity, marked final-state-unknown.
+func (in *intake) emitInferredDelete(ctx context.Context, key string, prev entry) error {
+	obj := in.src.tombstone(key, prev)
+	in.index.remove(key)
+	msg, _ := in.src.message(obj, event.Deleted, event.Relist, true)
+	in.log.Debug().Str("key", key).Str("uid", prev.UID).Msg("inferred delete")
+	return in.send(ctx, &item{key: key, msg: msg})
+}
+
+func (in *intake) mark(ctx context.Context, rv string) error {
+	return in.send(ctx, &item{rv: rv})
+}
+
+func (in *intake) markUrgent(ctx context.Context, rv string) error {
+	return in.send(ctx, &item{rv: rv, urgent: true})
+}
+
+// send hands an item to the pipeline, waiting while the buffer is full: the watch is not
+// read meanwhile, which is the back-pressure the apiserver sees.
+func (in *intake) send(ctx context.Context, it *item) error {
+	select {
+	case in.out <- it:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func objectKey(obj *unstructured.Unstructured) string {
+	if ns := obj.GetNamespace(); ns != "" {
+		return ns + "/" + obj.GetName()
+	}
+	return obj.GetName()
+}
+
+func watchBackoff(failures int) time.Duration {
+	d := watchBackoffMin
+	for i := 1; i < failures && d < watchBackoffMax; i++ {
+		d *= 2
+	}
+	d = min(d, watchBackoffMax)
+	// Jitter of up to a quarter spreads retries of many sources after a shared outage.
+	return d - time.Duration(rand.Int64N(int64(d)/4+1))
+}
+
+var _ dynamic.ResourceInterface = (dynamic.NamespaceableResourceInterface)(nil)

@@ -1,0 +1,303 @@
+package relay
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/rs/zerolog"
+	"golang.org/x/sync/errgroup"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/kube-nats-relay/kube-nats-relay/event"
+)
+
+// Checkpointer loads and saves the resourceVersion a source resumes from.
+type Checkpointer interface {
+	// Load returns the saved resourceVersion, or ok=false when there is none.
+	Load(ctx context.Context, key string) (rv string, ok bool, err error)
+	// Save records rv for key.
+	Save(ctx context.Context, key, rv string) error
+}
+
+// Resource is a resolved API resource.
+type Resource struct {
+	schema.GroupVersionResource
+	Kind       string
+	Namespaced bool
+}
+
+// String writes the resource as kubectl does: resource.version.group, or resource.version
+// for the core group.
+func (r Resource) String() string {
+	s := r.Resource + "." + r.Version
+	if r.Group != "" {
+		s += "." + r.Group
+	}
+	return s
+}
+
+// SourceConfig is what one source watches and where it publishes.
+type SourceConfig struct {
+	// Cluster and Prefix name the subjects: <Prefix>.<Cluster>.<group>...
+	Cluster, Prefix string
+	Resource        Resource
+	// Namespace limits a namespaced resource to one namespace; "" watches all.
+	Namespace string
+	// LabelSelector and FieldSelector are applied by the apiserver.
+	LabelSelector, FieldSelector string
+	// InitialSync publishes every existing object once when there is no checkpoint; when
+	// false the first start only records where to watch from.
+	InitialSync bool
+	// Buffer is the capacity of the intake buffer; MaxInflight bounds changes taken from it
+	// and not yet acked.
+	Buffer, MaxInflight int
+	// CheckpointInterval is the most often a moving checkpoint is written (bookmarks and the
+	// end of a list are written at once).
+	CheckpointInterval time.Duration
+	// MaxPayload is the NATS server's max_payload: larger messages go out without body.
+	MaxPayload int
+	// ShutdownTimeout bounds the wait for in-flight acks and the final checkpoint.
+	ShutdownTimeout time.Duration
+}
+
+// Source relays one resource (in one namespace, or all) to JetStream.
+type Source struct {
+	cfg    SourceConfig
+	client dynamic.ResourceInterface
+	pub    Publisher
+	ckpt   Checkpointer
+	key    string
+	index  *index
+	now    func() time.Time
+}
+
+// NewSource returns a source that reads through client (a dynamic client for the resource),
+// publishes with pub and checkpoints with ckpt.
+func NewSource(cfg SourceConfig, client dynamic.Interface, pub Publisher, ckpt Checkpointer) *Source {
+	ri := client.Resource(cfg.Resource.GroupVersionResource)
+	var rc dynamic.ResourceInterface = ri
+	if cfg.Resource.Namespaced && cfg.Namespace != "" {
+		rc = ri.Namespace(cfg.Namespace)
+	}
+	return &Source{cfg: cfg, client: rc, pub: pub, ckpt: ckpt, key: CheckpointKey(cfg), index: newIndex(), now: time.Now}
+}
+
+// CheckpointKey names a source's checkpoint: cluster, group, resource, namespace and, when
+// selectors are set, a hash of them, so that changing what is selected starts afresh instead
+// of resuming a history that never included the newly selected objects. The version is left
+// out: resourceVersions do not depend on it.
+func CheckpointKey(cfg SourceConfig) string {
+	group := cfg.Resource.Group
+	if group == "" {
+		group = "core"
+	}
+	ns := "_all"
+	if cfg.Resource.Namespaced && cfg.Namespace != "" {
+		ns = cfg.Namespace
+	}
+	parts := []string{cfg.Cluster, group, cfg.Resource.Resource, ns}
+	if cfg.LabelSelector != "" || cfg.FieldSelector != "" {
+		h := sha256.Sum256([]byte(cfg.LabelSelector + "\x00" + cfg.FieldSelector))
+		parts = append(parts, "sel-"+hex.EncodeToString(h[:6]))
+	}
+	return strings.Join(parts, ".")
+}
+
+// Key is the source's checkpoint key.
+func (s *Source) Key() string { return s.key }
+
+func (s *Source) describe() string {
+	d := s.cfg.Resource.String()
+	if s.cfg.Resource.Namespaced && s.cfg.Namespace != "" {
+		d += " in namespace " + s.cfg.Namespace
+	}
+	return d
+}
+
+// Run relays until ctx ends, then stops intake, waits for in-flight acks (at most
+// ShutdownTimeout), writes the final checkpoint and returns nil. It returns early with an
+// error wrapping ErrPermanent when the resource cannot be watched (forbidden, gone).
+func (s *Source) Run(ctx context.Context) error {
+	lc := zerolog.Ctx(ctx).With().Str("resource", s.cfg.Resource.String())
+	if s.cfg.Namespace != "" {
+		lc = lc.Str("namespace", s.cfg.Namespace)
+	}
+	log := lc.Logger()
+	ctx = log.WithContext(ctx)
+
+	rv, ok, err := s.ckpt.Load(ctx, s.key)
+	if err != nil {
+		return fmt.Errorf("load checkpoint %q: %w", s.key, err)
+	}
+	if !ok {
+		rv = ""
+	}
+
+	cp := newCheckpointSaver(s.ckpt, s.key, rv, s.cfg.CheckpointInterval)
+	p := newPipeline(s.pub, s.cfg.Buffer, s.cfg.MaxInflight, cp.advance, func(it *item, err error) {
+		log.Warn().Err(err).Str("subject", it.msg.Subject).Int("attempt", it.attempts).Msg("publish failed, retrying")
+	})
+	in := &intake{src: s, out: p.in, index: s.index, log: log}
+
+	// Shutdown: intake ends with ctx; the pipeline then stops taking items and waits for
+	// what is in flight, bounded by the shutdown timeout; the saver writes last.
+	stop := make(chan struct{})
+	drainCtx, cancelDrain := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelDrain()
+	var g errgroup.Group
+	var intakeErr error
+	g.Go(func() error {
+		intakeErr = in.run(ctx, rv)
+		close(stop)
+		timer := time.AfterFunc(s.cfg.ShutdownTimeout, cancelDrain)
+		defer timer.Stop()
+		return nil
+	})
+	var pipeErr error
+	pipelineDone := make(chan struct{})
+	g.Go(func() error {
+		pipeErr = p.run(drainCtx, stop)
+		close(pipelineDone)
+		return nil
+	})
+	g.Go(func() error { return cp.run(ctx, drainCtx, pipelineDone, log) })
+	err = g.Wait()
+	if intakeErr != nil {
+		return intakeErr
+	}
+	if pipeErr != nil && ctx.Err() == nil {
+		return pipeErr
+	}
+	return err
+}
+
+// message builds the JetStream message for a change of obj.
+func (s *Source) message(obj *unstructured.Unstructured, t event.Type, origin event.Origin, finalStateUnknown bool) (msg *nats.Msg, omitted bool) {
+	unstructured.RemoveNestedField(obj.Object, "metadata", "managedFields")
+	meta := event.Meta{
+		Cluster:         s.cfg.Cluster,
+		Group:           s.cfg.Resource.Group,
+		Version:         s.cfg.Resource.Version,
+		Resource:        s.cfg.Resource.Resource,
+		Kind:            s.cfg.Resource.Kind,
+		Namespace:       obj.GetNamespace(),
+		Name:            obj.GetName(),
+		UID:             string(obj.GetUID()),
+		ResourceVersion: obj.GetResourceVersion(),
+		Type:            t,
+		Origin:          origin,
+		Time:            s.now(),
+	}
+	msg = &nats.Msg{Subject: meta.Subject(s.cfg.Prefix).String(), Header: meta.Header()}
+	if finalStateUnknown {
+		msg.Header.Set(event.HeaderFinalStateUnknown, "true")
+	}
+	body, err := obj.MarshalJSON()
+	if err != nil {
+		// An object decoded from JSON always encodes again; keep the event without body.
+		msg.Header.Set(event.HeaderBodyOmitted, "encode: "+err.Error())
+		return msg, true
+	}
+	if s.cfg.MaxPayload > 0 && len(body)+headerSize(msg.Header)+len(msg.Subject) > s.cfg.MaxPayload {
+		msg.Header.Set(event.HeaderBodyOmitted, event.BodyOmittedOversize)
+		return msg, true
+	}
+	msg.Data = body
+	return msg, false
+}
+
+// tombstone is the body of an inferred delete: the object's last known identity.
+func (s *Source) tombstone(key string, prev entry) *unstructured.Unstructured {
+	obj := &unstructured.Unstructured{}
+	obj.SetAPIVersion(s.cfg.Resource.GroupVersion().String())
+	obj.SetKind(s.cfg.Resource.Kind)
+	ns, name, found := strings.Cut(key, "/")
+	if !found {
+		ns, name = "", key
+	}
+	obj.SetNamespace(ns)
+	obj.SetName(name)
+	obj.SetUID(types.UID(prev.UID))
+	obj.SetResourceVersion(prev.ResourceVersion)
+	return obj
+}
+
+func headerSize(h nats.Header) int {
+	n := len("NATS/1.0\r\n\r\n")
+	for k, vs := range h {
+		for _, v := range vs {
+			n += len(k) + len(v) + 4
+		}
+	}
+	return n
+}
+
+// checkpointSaver writes the latest acked resourceVersion: at most once per interval, at once
+// when asked to (bookmarks, list end), and a last time after the pipeline has drained.
+type checkpointSaver struct {
+	ckpt     Checkpointer
+	key      string
+	interval time.Duration
+
+	mu     sync.Mutex
+	latest string
+	urgent chan struct{}
+	saved  string
+}
+
+func newCheckpointSaver(ckpt Checkpointer, key, saved string, interval time.Duration) *checkpointSaver {
+	return &checkpointSaver{ckpt: ckpt, key: key, interval: interval, latest: saved, saved: saved, urgent: make(chan struct{}, 1)}
+}
+
+// advance records rv as acked; called from the pipeline goroutine, never blocks.
+func (c *checkpointSaver) advance(rv string, urgent bool) {
+	c.mu.Lock()
+	c.latest = rv
+	c.mu.Unlock()
+	if urgent {
+		select {
+		case c.urgent <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (c *checkpointSaver) run(ctx, drainCtx context.Context, pipelineDone <-chan struct{}, log zerolog.Logger) error {
+	tick := time.NewTicker(c.interval)
+	defer tick.Stop()
+	save := func(ctx context.Context) {
+		c.mu.Lock()
+		rv := c.latest
+		c.mu.Unlock()
+		if rv == c.saved || rv == "" {
+			return
+		}
+		if err := c.ckpt.Save(ctx, c.key, rv); err != nil {
+			log.Warn().Err(err).Str("rv", rv).Msg("save checkpoint failed, will retry")
+			return
+		}
+		c.saved = rv
+		log.Debug().Str("rv", rv).Msg("checkpoint saved")
+	}
+	for {
+		select {
+		case <-pipelineDone:
+			save(drainCtx)
+			log.Info().Str("rv", c.saved).Msg("final checkpoint")
+			return nil
+		case <-tick.C:
+			save(drainCtx)
+		case <-c.urgent:
+			save(drainCtx)
+		}
+	}
+}

@@ -1,0 +1,103 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/kube-nats-relay/kube-nats-relay/event"
+)
+
+// StreamConfig is the JetStream stream events are published to.
+type StreamConfig struct {
+	Name            string
+	Prefix, Cluster string
+	Replicas        int
+	// Duplicates is the stream's duplicate window: a message id seen within it is dropped.
+	Duplicates time.Duration
+	// MaxAge is how long messages are kept; 0 keeps them until other limits apply.
+	MaxAge time.Duration
+}
+
+// ErrStreamUnusable is returned when an existing stream cannot hold the relay's events.
+var ErrStreamUnusable = errors.New("stream unusable")
+
+// EnsureStream creates the stream if it does not exist. An existing stream is used as it
+// is, never changed: it must capture the relay's subjects and acknowledge publishes;
+// differences in replicas, duplicate window or max age are logged as warnings.
+func EnsureStream(ctx context.Context, js jetstream.JetStream, cfg StreamConfig) (jetstream.Stream, error) {
+	subject := event.StreamSubject(cfg.Prefix, cfg.Cluster)
+	s, err := js.Stream(ctx, cfg.Name)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		s, err = js.CreateStream(ctx, jetstream.StreamConfig{
+			Name:        cfg.Name,
+			Description: "Kubernetes object changes relayed by kube-nats-relay",
+			Subjects:    []string{subject},
+			Storage:     jetstream.FileStorage,
+			Replicas:    cfg.Replicas,
+			Duplicates:  cfg.Duplicates,
+			MaxAge:      cfg.MaxAge,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("create stream %s: %w", cfg.Name, err)
+		}
+		zerolog.Ctx(ctx).Info().Str("stream", cfg.Name).Str("subjects", subject).Msg("stream created")
+		return s, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("look up stream %s: %w", cfg.Name, err)
+	}
+	info := s.CachedInfo()
+	var problems []string
+	if !slices.ContainsFunc(info.Config.Subjects, func(f string) bool { return subjectCovers(f, subject) }) {
+		problems = append(problems, fmt.Sprintf("its subjects %v do not capture %s", info.Config.Subjects, subject))
+	}
+	if info.Config.NoAck {
+		problems = append(problems, "it does not acknowledge publishes (no_ack)")
+	}
+	if len(problems) > 0 {
+		return nil, fmt.Errorf("%w: stream %s exists but %s", ErrStreamUnusable, cfg.Name, strings.Join(problems, "; "))
+	}
+	log := zerolog.Ctx(ctx).Warn().Str("stream", cfg.Name)
+	if info.Config.Replicas != cfg.Replicas {
+		log.Int("have", info.Config.Replicas).Int("configured", cfg.Replicas).Msg("existing stream has other replicas, left as is")
+	}
+	if info.Config.Duplicates != cfg.Duplicates {
+		zerolog.Ctx(ctx).Warn().Str("stream", cfg.Name).Dur("have", info.Config.Duplicates).Dur("configured", cfg.Duplicates).
+			Msg("existing stream has another duplicate window, left as is")
+	}
+	if info.Config.MaxAge != cfg.MaxAge {
+		zerolog.Ctx(ctx).Warn().Str("stream", cfg.Name).Dur("have", info.Config.MaxAge).Dur("configured", cfg.MaxAge).
+			Msg("existing stream has another max age, left as is")
+	}
+	return s, nil
+}
+
+// subjectCovers reports whether the stream filter f captures every subject matched by s.
+func subjectCovers(f, s string) bool {
+	ft, st := strings.Split(f, "."), strings.Split(s, ".")
+	for i, tok := range ft {
+		if tok == ">" {
+			return i < len(st)
+		}
+		if i >= len(st) {
+			return false
+		}
+		if st[i] == ">" {
+			return false
+		}
+		if tok != "*" && tok != st[i] {
+			return false
+		}
+		if tok == "*" && st[i] == "" {
+			return false
+		}
+	}
+	return len(ft) == len(st)
+}
