@@ -2,7 +2,6 @@ package relay
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -32,6 +31,11 @@ type item struct {
 	key string
 	// msg is nil for a mark.
 	msg *nats.Msg
+	// index, when set, records the change in the durable object index; it is published after
+	// msg is acked, and the item is done only when both are.
+	index *nats.Msg
+	// indexing is set once msg is acked and index is being published.
+	indexing bool
 	// rv is the resourceVersion the checkpoint may move to once this item and every earlier
 	// one are done; empty for items that do not move it (objects of a list, whose
 	// resourceVersions are not in order).
@@ -98,7 +102,11 @@ func (p *pipeline) run(ctx context.Context, stop <-chan struct{}) error {
 	)
 	send := func(it *item) {
 		inflight++
-		fut, err := p.pub.PublishMsgAsync(it.msg)
+		msg := it.msg
+		if it.indexing {
+			msg = it.index
+		}
+		fut, err := p.pub.PublishMsgAsync(msg)
 		if err != nil {
 			results <- result{it: it, err: err}
 			return
@@ -185,10 +193,15 @@ func (p *pipeline) run(ctx context.Context, stop <-chan struct{}) error {
 				continue
 			}
 			inflight--
-			r.it.done = true
-			if r.it.onAck != nil {
+			if !r.it.indexing && r.it.onAck != nil {
 				r.it.onAck(r.ack)
 			}
+			if !r.it.indexing && r.it.index != nil {
+				r.it.indexing, r.it.attempts = true, 0
+				send(r.it)
+				continue
+			}
+			r.it.done = true
 			q := objects[r.it.key]
 			if len(q.waiting) > 0 && !stopping {
 				next := q.waiting[0]
@@ -224,6 +237,3 @@ func backoff(attempts int) time.Duration {
 	}
 	return min(d, retryBackoffMax)
 }
-
-// errStopped is returned by intake when the pipeline no longer takes items.
-var errStopped = errors.New("pipeline stopped")

@@ -229,3 +229,36 @@ func TestBackoffGrowsAndIsCapped(t *testing.T) {
 		}
 	}
 }
+
+func TestPipelineRecordsIndexAfterEventAndBeforeNext(t *testing.T) {
+	r := startPipeline(t, 10)
+	a1 := change("a", "a1", "1")
+	a1.index = &nats.Msg{Subject: "idx.a1"}
+	a2 := change("a", "a2", "2")
+	a2.index = &nats.Msg{Subject: "idx.a2"}
+	r.p.in <- a1
+	r.p.in <- a2
+
+	ev := r.next(t)
+	if ev.msg.Subject != "a1" {
+		t.Fatalf("first publish: got %s, want a1", ev.msg.Subject)
+	}
+	ev.ack()
+	idx := r.next(t)
+	if idx.msg.Subject != "idx.a1" {
+		t.Fatalf("after a1's ack: got %s, want its index record", idx.msg.Subject)
+	}
+	if got := r.ck.last(); got != "" {
+		t.Fatalf("checkpoint %q before the index record was acked", got)
+	}
+	idx.fail(errors.New("nats: timeout"))
+	retry := r.next(t)
+	if retry.msg.Subject != "idx.a1" {
+		t.Fatalf("after the index record failed: got %s, want its retry (not the event again)", retry.msg.Subject)
+	}
+	retry.ack()
+	waitCheckpoint(t, r.ck, "1")
+	if next := r.next(t); next.msg.Subject != "a2" {
+		t.Fatalf("then: got %s, want a2", next.msg.Subject)
+	}
+}

@@ -7,12 +7,12 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/dynamic"
 
 	"github.com/kube-nats-relay/kube-nats-relay/event"
 )
@@ -29,6 +29,10 @@ const (
 	// after an error (apiserver down, network fault).
 	watchBackoffMin = 200 * time.Millisecond
 	watchBackoffMax = 30 * time.Second
+	// watchStallLimit is how long intake waits on a full buffer before it gives up the watch:
+	// the apiserver keeps only a small buffer per watcher and cuts slow ones anyway; releasing
+	// the watch spares it, and intake resumes from the last resourceVersion it handed on.
+	watchStallLimit = 10 * time.Second
 	// shortWatch is how long a watch must have lived for its end to count as normal; a watch
 	// that ends sooner without error is re-opened after a backoff, not at once.
 	shortWatch = time.Second
@@ -45,6 +49,8 @@ type intake struct {
 	out   chan<- *item
 	index *index
 	log   zerolog.Logger
+	// release stops the open watch; set while a watch is open.
+	release func()
 }
 
 // run resumes from rv (empty: no checkpoint) and returns only when ctx ends or on a permanent
@@ -194,6 +200,8 @@ func (in *intake) watch(ctx context.Context, rv *string) (opened bool, err error
 		return false, fmt.Errorf("watch %s from %s: %w", in.src.describe(), *rv, err)
 	}
 	defer w.Stop()
+	in.release = w.Stop
+	defer func() { in.release = nil }()
 	in.log.Info().Str("rv", *rv).Msg("watching")
 	for {
 		var ev watch.Event
@@ -263,13 +271,20 @@ func (in *intake) change(ctx context.Context, obj *unstructured.Unstructured, ty
 // to once it is acked (empty for list items).
 func (in *intake) emit(ctx context.Context, obj *unstructured.Unstructured, t event.Type, origin event.Origin, checkpointRV string) error {
 	msg, omitted := in.src.message(obj, t, origin, false)
+	key := objectKey(obj)
+	var record *nats.Msg
+	if t == event.Deleted {
+		record = in.src.record(key, "", "")
+	} else {
+		record = in.src.record(key, string(obj.GetUID()), obj.GetResourceVersion())
+	}
 	if omitted {
 		in.log.Warn().Str("key", objectKey(obj)).Str("rv", obj.GetResourceVersion()).
 			Msg("object larger than the server's max payload, publishing a reference without body")
 	}
 	in.log.Debug().Str("type", string(t)).Str("origin", string(origin)).Str("key", objectKey(obj)).
 		Str("rv", obj.GetResourceVersion()).Msg("event")
-	return in.send(ctx, &item{key: objectKey(obj), msg: msg, rv: checkpointRV})
+	return in.send(ctx, &item{key: key, msg: msg, index: record, rv: checkpointRV})
 }
 
 // emitInferredDelete queues a DELETED for an object that vanished while nobody watched: its
@@ -279,7 +294,7 @@ func (in *intake) emitInferredDelete(ctx context.Context, key string, prev entry
 	in.index.remove(key)
 	msg, _ := in.src.message(obj, event.Deleted, event.Relist, true)
 	in.log.Debug().Str("key", key).Str("uid", prev.UID).Msg("inferred delete")
-	return in.send(ctx, &item{key: key, msg: msg})
+	return in.send(ctx, &item{key: key, msg: msg, index: in.src.record(key, "", "")})
 }
 
 func (in *intake) mark(ctx context.Context, rv string) error {
@@ -291,8 +306,28 @@ func (in *intake) markUrgent(ctx context.Context, rv string) error {
 }
 
 // send hands an item to the pipeline, waiting while the buffer is full: the watch is not
-// read meanwhile, which is the back-pressure the apiserver sees.
+// read meanwhile, which is the back-pressure the apiserver sees. After watchStallLimit the
+// open watch is released (the item is still handed on; the next watch resumes after it).
 func (in *intake) send(ctx context.Context, it *item) error {
+	select {
+	case in.out <- it:
+		return nil
+	default:
+	}
+	if in.release != nil {
+		stall := time.NewTimer(watchStallLimit)
+		defer stall.Stop()
+		select {
+		case in.out <- it:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-stall.C:
+			in.log.Warn().Dur("stalled", watchStallLimit).Msg("publishing is behind: watch released until the buffer drains")
+			in.release()
+			in.release = nil
+		}
+	}
 	select {
 	case in.out <- it:
 		return nil
@@ -317,5 +352,3 @@ func watchBackoff(failures int) time.Duration {
 	// Jitter of up to a quarter spreads retries of many sources after a shared outage.
 	return d - time.Duration(rand.Int64N(int64(d)/4+1))
 }
-
-var _ dynamic.ResourceInterface = (dynamic.NamespaceableResourceInterface)(nil)

@@ -28,6 +28,17 @@ type Checkpointer interface {
 	Save(ctx context.Context, key, rv string) error
 }
 
+// ObjectIndex is the durable record, per source, of the last change published for each
+// object (namespace/name): it keeps replays out after restarts and is what a relist is diffed
+// against.
+type ObjectIndex interface {
+	// Load calls fn for every object recorded under source.
+	Load(ctx context.Context, source string, fn func(object, uid, rv string)) error
+	// Record returns the message recording object's change (uid at rv), or its removal
+	// when uid is empty; the pipeline publishes it after the event's ack.
+	Record(source, object, uid, rv string) *nats.Msg
+}
+
 // Resource is a resolved API resource.
 type Resource struct {
 	schema.GroupVersionResource
@@ -75,20 +86,22 @@ type Source struct {
 	client dynamic.ResourceInterface
 	pub    Publisher
 	ckpt   Checkpointer
+	objIdx ObjectIndex
 	key    string
 	index  *index
 	now    func() time.Time
 }
 
 // NewSource returns a source that reads through client (a dynamic client for the resource),
-// publishes with pub and checkpoints with ckpt.
-func NewSource(cfg SourceConfig, client dynamic.Interface, pub Publisher, ckpt Checkpointer) *Source {
+// publishes with pub, checkpoints with ckpt and records what it published in objIdx (nil
+// keeps the index in memory only, so a restart cannot diff a relist against it).
+func NewSource(cfg SourceConfig, client dynamic.Interface, pub Publisher, ckpt Checkpointer, objIdx ObjectIndex) *Source {
 	ri := client.Resource(cfg.Resource.GroupVersionResource)
 	var rc dynamic.ResourceInterface = ri
 	if cfg.Resource.Namespaced && cfg.Namespace != "" {
 		rc = ri.Namespace(cfg.Namespace)
 	}
-	return &Source{cfg: cfg, client: rc, pub: pub, ckpt: ckpt, key: CheckpointKey(cfg), index: newIndex(), now: time.Now}
+	return &Source{cfg: cfg, client: rc, pub: pub, ckpt: ckpt, objIdx: objIdx, key: CheckpointKey(cfg), index: newIndex(), now: time.Now}
 }
 
 // CheckpointKey names a source's checkpoint: cluster, group, resource, namespace and, when
@@ -140,6 +153,15 @@ func (s *Source) Run(ctx context.Context) error {
 	}
 	if !ok {
 		rv = ""
+	}
+	if s.objIdx != nil {
+		start := time.Now()
+		if err := s.objIdx.Load(ctx, s.key, func(object, uid, rv string) {
+			s.index.put(object, entry{UID: uid, ResourceVersion: rv})
+		}); err != nil {
+			return fmt.Errorf("load object index %q: %w", s.key, err)
+		}
+		log.Info().Int("objects", s.index.len()).Dur("took", time.Since(start)).Msg("object index loaded")
 	}
 
 	cp := newCheckpointSaver(s.ckpt, s.key, rv, s.cfg.CheckpointInterval)
@@ -213,6 +235,14 @@ func (s *Source) message(obj *unstructured.Unstructured, t event.Type, origin ev
 	}
 	msg.Data = body
 	return msg, false
+}
+
+// record returns the durable index record of a change, nil without a durable index.
+func (s *Source) record(object, uid, rv string) *nats.Msg {
+	if s.objIdx == nil {
+		return nil
+	}
+	return s.objIdx.Record(s.key, object, uid, rv)
 }
 
 // tombstone is the body of an inferred delete: the object's last known identity.

@@ -92,6 +92,9 @@ type Config struct {
 	// CheckpointBucket is the JetStream key-value bucket of checkpoints,
 	// created if missing.
 	CheckpointBucket string `envconfig:"RELAY_CHECKPOINT_BUCKET" default:"kube-relay-checkpoints" desc:"JetStream key-value bucket for checkpoints, created if missing"`
+	// IndexBucket holds the durable per-object index (uid and resourceVersion last
+	// published), which keeps replays out after restarts and is diffed against on a relist.
+	IndexBucket string `envconfig:"RELAY_INDEX_BUCKET" default:"kube-relay-index" desc:"JetStream key-value bucket for the per-object index, created if missing"`
 	// CheckpointInterval throttles checkpoint writes: after a crash at most
 	// about this much acknowledged work is replayed (and then deduplicated),
 	// at the cost of one KV write per resource per interval.

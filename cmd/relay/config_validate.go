@@ -201,6 +201,11 @@ func (c Config) validateOutput(ps *problems) {
 	if !bucketRe.MatchString(c.CheckpointBucket) || len(c.CheckpointBucket) > maxBucketNameLen {
 		ps.addf("RELAY_CHECKPOINT_BUCKET", c.CheckpointBucket, "must be 1-%d letters, digits, '_' or '-'", maxBucketNameLen)
 	}
+	if !bucketRe.MatchString(c.IndexBucket) || len(c.IndexBucket) > maxBucketNameLen {
+		ps.addf("RELAY_INDEX_BUCKET", c.IndexBucket, "must be 1-%d letters, digits, '_' or '-'", maxBucketNameLen)
+	} else if c.IndexBucket == c.CheckpointBucket {
+		ps.add("RELAY_INDEX_BUCKET", c.IndexBucket, "must differ from RELAY_CHECKPOINT_BUCKET")
+	}
 
 	if checkIntBetween(ps, "RELAY_STREAM_REPLICAS", c.StreamReplicas, 1, maxStreamReplicas) &&
 		c.StreamReplicas.Int > 1 && c.EmbeddedNATS() {

@@ -100,6 +100,7 @@ func relayVars(name string) map[string]string {
 		"RELAY_CLUSTER":             name,
 		"RELAY_STREAM":              strings.ToUpper(name),
 		"RELAY_CHECKPOINT_BUCKET":   name,
+		"RELAY_INDEX_BUCKET":        name + "-index",
 		"RELAY_CHECKPOINT_INTERVAL": "200ms",
 		"RELAY_LOG_LEVEL":           "debug",
 	}

@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -31,9 +33,21 @@ const (
 type natsConn struct {
 	nc       *nats.Conn
 	embedded *server.Server
+	// closing is set before the relay closes the connection itself.
+	closing atomic.Bool
 }
 
-func connectNATS(ctx context.Context, cfg Config) (*natsConn, error) {
+// errNATSClosed is the cause given to lost when the NATS client gives up for good (for
+// example its credentials were refused on two attempts in a row); the relay then exits.
+var errNATSClosed = errors.New("nats connection closed")
+
+// connectStatusEvery is how often a failing first connection is reported while retrying.
+const connectStatusEvery = 10 * time.Second
+
+// connectNATS connects (starting the embedded server first without NATS_URL) and waits for
+// the first connection. A connection the client gives up on, then or later, cancels lost
+// with errNATSClosed and the client's last error.
+func connectNATS(ctx context.Context, cfg Config, lost context.CancelCauseFunc) (*natsConn, error) {
 	log := zerolog.Ctx(ctx)
 	c := &natsConn{}
 	urls := strings.Join(cfg.NATSURLs(), ",")
@@ -60,6 +74,20 @@ func connectNATS(ctx context.Context, cfg Config) (*natsConn, error) {
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) {
 			log.Info().Str("url", nc.ConnectedUrlRedacted()).Msg("nats reconnected")
+		}),
+		nats.ReconnectErrHandler(func(_ *nats.Conn, err error) {
+			log.Warn().Err(err).Str("url", redactURL(urls)).Msg("nats connect failed, retrying")
+		}),
+		nats.ClosedHandler(func(nc *nats.Conn) {
+			if c.closing.Load() {
+				return
+			}
+			err := nc.LastError()
+			if err == nil {
+				err = errors.New("closed by the client")
+			}
+			log.Error().Err(err).Msg("nats connection closed for good")
+			lost(fmt.Errorf("%w: %w", errNATSClosed, err))
 		}),
 	}
 	switch {
@@ -90,8 +118,18 @@ func connectNATS(ctx context.Context, cfg Config) (*natsConn, error) {
 	}
 	c.nc = nc
 	// With RetryOnFailedConnect the first connection may still be pending; wait for it so
-	// that the stream and bucket can be set up.
+	// that the stream and bucket can be set up, saying why while it fails.
+	lastReport := time.Now()
 	for !nc.IsConnected() {
+		if nc.IsClosed() {
+			err := nc.LastError()
+			c.close(ctx)
+			return nil, fmt.Errorf("connect to nats %s: %w", redactURL(urls), err)
+		}
+		if time.Since(lastReport) >= connectStatusEvery {
+			log.Warn().Err(nc.LastError()).Str("url", redactURL(urls)).Msg("still not connected to nats")
+			lastReport = time.Now()
+		}
 		select {
 		case <-ctx.Done():
 			c.close(ctx)
@@ -133,6 +171,7 @@ func startEmbedded(cfg Config) (*server.Server, error) {
 
 // close drains the connection (flushing what is buffered) and stops the embedded server.
 func (c *natsConn) close(ctx context.Context) {
+	c.closing.Store(true)
 	if c.nc != nil {
 		if err := c.nc.Drain(); err != nil {
 			c.nc.Close()

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -50,7 +51,16 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 			Bool("namespaced", r.Namespaced).Msg("resource resolved")
 	}
 
-	conn, err := connectNATS(ctx, cfg)
+	// A NATS connection lost for good ends the run with that cause.
+	ctx, lost := context.WithCancelCause(ctx)
+	defer lost(nil)
+	conn, err := connectNATS(ctx, cfg, lost)
+	if errors.Is(context.Cause(ctx), errNATSClosed) {
+		return context.Cause(ctx)
+	}
+	if ctx.Err() != nil {
+		return nil // asked to stop before NATS answered
+	}
 	if err != nil {
 		return err
 	}
@@ -78,6 +88,10 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	objIdx, err := checkpoint.OpenIndex(ctx, js, checkpoint.IndexConfig{Bucket: cfg.IndexBucket, Replicas: cfg.StreamReplicas.Int})
+	if err != nil {
+		return err
+	}
 
 	dyn, err := dynamic.NewForConfig(kube.rest)
 	if err != nil {
@@ -85,11 +99,15 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	built := make([]*relay.Source, len(sources))
 	for i, sc := range sources {
-		built[i] = relay.NewSource(sc, dyn, js, store)
+		built[i] = relay.NewSource(sc, dyn, js, store, objIdx)
 	}
-	log.Info().Int("sources", len(built)).Str("stream", cfg.Stream).Str("bucket", cfg.CheckpointBucket).Msg("relay started")
+	log.Info().Int("sources", len(built)).Str("stream", cfg.Stream).Str("bucket", cfg.CheckpointBucket).
+		Str("index_bucket", cfg.IndexBucket).Msg("relay started")
 	err = relay.New(built...).Run(ctx)
 	log.Info().Msg("relay stopped")
+	if cause := context.Cause(ctx); errors.Is(cause, errNATSClosed) {
+		return cause
+	}
 	return err
 }
 

@@ -14,6 +14,10 @@ import (
 type NATSOptions struct {
 	// MaxPayload overrides the server's max_payload (1 MiB by default), in bytes.
 	MaxPayload int
+	// Auth is a nats-server configuration block appended verbatim to the configuration file:
+	// authorization, operator and resolver, or tls. Empty leaves the server open to every
+	// client. NATSAuth.ServerConfig holds one (see NewNKeyAuth and its siblings).
+	Auth string
 }
 
 // NATSServer is a nats-server process with JetStream and file storage. It can be killed with
@@ -59,6 +63,10 @@ func newNATSServer(dir, name string, port, monitorPort int, cluster string, opts
 		fmt.Fprintf(&conf, "max_payload: %d\n", opts.MaxPayload)
 	}
 	conf.WriteString(cluster)
+	if opts.Auth != "" {
+		conf.WriteString(opts.Auth)
+		conf.WriteString("\n")
+	}
 	confPath := filepath.Join(dir, "nats.conf")
 	if err := os.WriteFile(confPath, []byte(conf.String()), 0o600); err != nil {
 		return nil, err

@@ -1,0 +1,103 @@
+package checkpoint
+
+import (
+	"context"
+	"testing"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+func FuzzObjectKeyRoundTrip(f *testing.F) {
+	for _, s := range []string{"ns/name", "name", "kube-system/kube-root-ca.crt", "system:controller:x", "a/", "/b", "", "=", "ns/=41", "日本/x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, object string) {
+		ns, _, hasNS := cutObject(object)
+		if hasNS && ns == "" {
+			t.Skip() // "/name" is not an object key the relay makes
+		}
+		key := objectKey(object)
+		if !keyValidForKV(key) {
+			t.Fatalf("objectKey(%q) = %q: not a valid KV key", object, key)
+		}
+		got, err := objectFromKey(key)
+		if err != nil || got != object {
+			t.Fatalf("objectFromKey(objectKey(%q)) = %q, %v", object, got, err)
+		}
+	})
+}
+
+func cutObject(s string) (string, string, bool) {
+	for i := 0; i < len(s); i++ {
+		if s[i] == '/' {
+			return s[:i], s[i+1:], true
+		}
+	}
+	return "", s, false
+}
+
+func keyValidForKV(k string) bool { return validKey.MatchString(k) }
+
+func TestIndexRecordLoadAndRemove(t *testing.T) {
+	ctx, js, bucket := setup(t)
+	ix, err := OpenIndex(ctx, js, IndexConfig{Bucket: bucket})
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	publish := func(source, object, uid, rv string) {
+		t.Helper()
+		if _, err := js.PublishMsg(ctx, ix.Record(source, object, uid, rv)); err != nil {
+			t.Fatalf("record %s %s: %v", source, object, err)
+		}
+	}
+	src := "prod.core.configmaps._all"
+	other := "prod.core.configmaps._all.sel-abc" // shares src's text as a prefix
+	publish(src, "default/a.b", "u1", "10")
+	publish(src, "default/c", "u2", "11")
+	publish(src, "default/c", "u2", "12")
+	publish(src, "kube-system/d", "u3", "13")
+	publish(src, "kube-system/d", "", "")
+	publish(other, "default/a.b", "u9", "99")
+
+	got := load(ctx, t, ix, src)
+	want := map[string]string{"default/a.b": "u1 10", "default/c": "u2 12"}
+	if len(got) != len(want) {
+		t.Fatalf("load: got %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("load %s: got %q, want %q", k, got[k], v)
+		}
+	}
+	if g := load(ctx, t, ix, other); len(g) != 1 || g["default/a.b"] != "u9 99" {
+		t.Errorf("load of the other source: got %v", g)
+	}
+	// Cluster-scoped objects have no namespace.
+	publish("prod.rbac.authorization.k8s.io.clusterroles._all", "system:viewer", "u5", "7")
+	if g := load(ctx, t, ix, "prod.rbac.authorization.k8s.io.clusterroles._all"); g["system:viewer"] != "u5 7" {
+		t.Errorf("cluster-scoped: got %v", g)
+	}
+	// A bucket that exists keeps working when opened again.
+	if _, err := OpenIndex(ctx, js, IndexConfig{Bucket: bucket}); err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+}
+
+func TestIndexRejectsBucketWithoutTTL(t *testing.T) {
+	ctx, js, bucket := setup(t)
+	if _, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: bucket}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenIndex(ctx, js, IndexConfig{Bucket: bucket}); err == nil {
+		t.Fatal("open over a bucket without message TTLs: got nil error")
+	}
+}
+
+func load(ctx context.Context, t *testing.T, ix *Index, source string) map[string]string {
+	t.Helper()
+	got := map[string]string{}
+	if err := ix.Load(ctx, source, func(object, uid, rv string) { got[object] = uid + " " + rv }); err != nil {
+		t.Fatalf("load %s: %v", source, err)
+	}
+	return got
+}
