@@ -1,0 +1,390 @@
+// Command demo runs the relay's main job end to end on this machine, with real parts only:
+// etcd and kube-apiserver from internal/testenv, the relay binary (.bin/relay) with its
+// embedded nats-server, an ordered JetStream consumer, and a short story of changes made with
+// client-go. Every change must come back as exactly one valid event, in order; otherwise the
+// demo exits non-zero. `make demo` builds the relay and runs it; -full also prints every
+// message (subject, headers, body).
+//
+// Everything it starts is stopped on exit, Ctrl-C included; its state directory is removed.
+// Only the relay's log file is kept, for reading afterwards.
+package main
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kube-nats-relay/kube-nats-relay/event"
+	"github.com/kube-nats-relay/kube-nats-relay/internal/testenv"
+)
+
+// What the relay is told, and so what the consumer expects.
+const (
+	cluster   = "demo"
+	prefix    = "kube"
+	stream    = "KUBE"
+	bucket    = "kube-relay-checkpoints"
+	resources = "deployments.apps,configmaps,namespaces"
+	// sources is the number of checkpoints the relay writes once it has listed every
+	// resource: one per resource, since no namespaces are configured.
+	sources = 3
+	// namespace holds the story's objects.
+	namespace = "demo"
+)
+
+const (
+	// relayReadyTimeout bounds the relay's start: discovery, the embedded nats-server, the
+	// stream, the bucket and three initial lists take a few seconds on an idle machine; a
+	// busy 2-core one may need many times that.
+	relayReadyTimeout = 90 * time.Second
+	// eventTimeout bounds the wait for one step's events. The relay publishes within
+	// milliseconds; this only fails a relay that lost the change.
+	eventTimeout = 30 * time.Second
+	// stepPause separates the steps so that the output reads as a story.
+	stepPause = time.Second
+	// relayStopTimeout is how long the relay may take to exit after SIGTERM: what `docker stop`
+	// allows (the relay's own shutdown timeout is 8s).
+	relayStopTimeout = 10 * time.Second
+	// pollInterval paces the readiness checks.
+	pollInterval = 200 * time.Millisecond
+	// eventBuffer holds events between the consumer and the printer; the story makes seven.
+	eventBuffer = 256
+	// logTailLines is how much of the relay's log a failure shows.
+	logTailLines = 40
+)
+
+func main() {
+	full := flag.Bool("full", false, "also print every message in full: subject, headers and body")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, *full)
+	interrupted := ctx.Err() != nil
+	stop()
+	switch {
+	case interrupted:
+		fmt.Fprintln(os.Stderr, "demo: interrupted; everything it started is stopped")
+		os.Exit(130)
+	case err != nil:
+		fmt.Fprintf(os.Stderr, "demo: FAILED: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, full bool) (err error) {
+	binDir, err := testenv.BinDir()
+	if err != nil {
+		return err
+	}
+	relayBin := filepath.Join(binDir, "relay")
+	if _, err := os.Stat(relayBin); err != nil {
+		return fmt.Errorf("relay binary: %w (make demo builds it)", err)
+	}
+	dir, err := os.MkdirTemp("", "kube-nats-relay-demo-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	logFile, err := os.CreateTemp("", "kube-nats-relay-demo-*.log")
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+
+	say("starting etcd and kube-apiserver (state in %s)", dir)
+	start := time.Now()
+	cp, err := testenv.StartControlPlane(ctx, filepath.Join(dir, "kube"), testenv.ControlPlaneOptions{})
+	if err != nil {
+		return fmt.Errorf("start control plane: %w", err)
+	}
+	defer cp.Stop() // a no-op when stopped below
+	say("control plane ready at %s (%s)", cp.ServerURL(), since(start))
+
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	natsAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	say("starting the relay with its embedded nats-server on %s; relay log: %s", natsAddr, logFile.Name())
+	start = time.Now()
+	r, err := startRelay(relayBin, logFile, []string{
+		"KUBECONFIG=" + cp.KubeconfigPath(),
+		"RELAY_NATS_LISTEN=" + natsAddr,
+		"RELAY_NATS_DATA_DIR=" + filepath.Join(dir, "nats"),
+		"RELAY_RESOURCES=" + resources,
+		"RELAY_CLUSTER=" + cluster,
+		"RELAY_SUBJECT_PREFIX=" + prefix,
+		"RELAY_STREAM=" + stream,
+		"RELAY_CHECKPOINT_BUCKET=" + bucket,
+		"RELAY_LOG_FORMAT=console",
+		// The log goes to a file: no terminal colours (zerolog's console writer honours it).
+		"NO_COLOR=1",
+		// Skip the initial sync, so that only the demo's own changes become events.
+		"RELAY_INITIAL_SYNC=skip",
+	})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil && ctx.Err() == nil {
+			printTail(logFile.Name())
+		}
+	}()
+	defer r.stop(relayStopTimeout) // a no-op when the relay was stopped below
+
+	nc, js, err := waitRelayReady(ctx, r, "nats://"+natsAddr)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	say("relay ready: stream %s over %s, all %d resources listed, initial sync skipped (%s)",
+		stream, event.StreamSubject(prefix, cluster), sources, since(start))
+
+	consumeCtx, stopConsume := context.WithCancel(ctx)
+	defer stopConsume()
+	events, cc, err := consume(consumeCtx, js)
+	if err != nil {
+		return err
+	}
+	defer cc.Stop()
+	cs, err := kubernetes.NewForConfig(cp.RESTConfig())
+	if err != nil {
+		return err
+	}
+	say("consuming stream %s with an ordered consumer, one line per event as it arrives:", stream)
+	c := newChecker(events, r.done, full)
+	c.printHeader()
+	if err := tell(ctx, c, newStory(cs)); err != nil {
+		select {
+		case <-r.done:
+			return fmt.Errorf("%w (%s)", err, r.cmd.ProcessState)
+		default:
+			return err
+		}
+	}
+	if err := c.err(); err != nil {
+		return err
+	}
+
+	cc.Stop()
+	nc.Close()
+	fmt.Println()
+	say("stopping the relay with SIGTERM")
+	start = time.Now()
+	if err := r.stop(relayStopTimeout); err != nil {
+		return err
+	}
+	say("relay exited 0 after %s", since(start))
+	cp.Stop()
+	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
+	say("control plane stopped, %s removed; relay log kept: %s", dir, logFile.Name())
+	fmt.Println()
+	c.summary()
+	return nil
+}
+
+// tell runs the steps, each followed by the wait for its events, and a pause.
+func tell(ctx context.Context, c *checker, steps []step) error {
+	for i, s := range steps {
+		fmt.Printf("\nstep %d/%d: %s\n", i+1, len(steps), s.title)
+		if s.note != "" {
+			fmt.Printf("  (%s)\n", s.note)
+		}
+		wants, err := s.do(ctx)
+		if err != nil {
+			return fmt.Errorf("step %q: %w", s.title, err)
+		}
+		if err := c.expect(ctx, wants, eventTimeout); err != nil {
+			return fmt.Errorf("step %q: %w", s.title, err)
+		}
+		if err := c.watch(ctx, stepPause); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// relayProc is the relay child process.
+type relayProc struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error // cmd.Wait's result, set before done is closed
+}
+
+// startRelay runs bin with env added to this process's environment minus NATS_URL,
+// KUBECONFIG and every RELAY_ variable, so that nothing from the caller's shell changes the
+// demo. Its output goes to log.
+func startRelay(bin string, log *os.File, env []string) (*relayProc, error) {
+	cmd := exec.Command(bin)
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if name != "NATS_URL" && name != "KUBECONFIG" && !strings.HasPrefix(name, "RELAY_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, env...)
+	cmd.Stdout, cmd.Stderr = log, log
+	// Its own process group keeps a terminal's Ctrl-C away from it: the demo stops it with
+	// SIGTERM and checks the exit. The parent-death signal ends it should the demo be killed.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start relay: %w", err)
+	}
+	r := &relayProc{cmd: cmd, done: make(chan struct{})}
+	go func() {
+		r.err = cmd.Wait()
+		close(r.done)
+	}()
+	return r, nil
+}
+
+// stop sends SIGTERM and waits for the exit, killing the relay after timeout. It returns nil
+// only for a clean exit (status 0) in time; calling it again returns the same result.
+func (r *relayProc) stop(timeout time.Duration) error {
+	select {
+	case <-r.done:
+		return r.exitErr()
+	default:
+	}
+	_ = r.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-r.done:
+		return r.exitErr()
+	case <-time.After(timeout):
+		_ = r.cmd.Process.Kill()
+		<-r.done
+		return fmt.Errorf("relay did not exit within %s of SIGTERM; killed", timeout)
+	}
+}
+
+func (r *relayProc) exitErr() error {
+	if r.err != nil {
+		return fmt.Errorf("relay exited: %w", r.err)
+	}
+	return nil
+}
+
+// waitRelayReady connects to the embedded nats-server once it is up and waits until the
+// stream exists and every resource has a checkpoint: the initial lists are done, so every
+// later change reaches the relay's watches.
+func waitRelayReady(ctx context.Context, r *relayProc, url string) (*nats.Conn, jetstream.JetStream, error) {
+	ctx, cancel := context.WithTimeout(ctx, relayReadyTimeout)
+	defer cancel()
+	var nc *nats.Conn
+	var js jetstream.JetStream
+	err := poll(ctx, r, "nats-server at "+url, func() error {
+		var err error
+		nc, err = nats.Connect(url, nats.Name("kube-nats-relay-demo"), nats.Timeout(time.Second))
+		return err
+	})
+	if err == nil {
+		js, err = jetstream.New(nc)
+	}
+	if err == nil {
+		err = poll(ctx, r, "stream "+stream, func() error {
+			_, err := js.Stream(ctx, stream)
+			return err
+		})
+	}
+	if err == nil {
+		err = poll(ctx, r, fmt.Sprintf("%d checkpoints in bucket %s", sources, bucket), func() error {
+			kv, err := js.KeyValue(ctx, bucket)
+			if err != nil {
+				return err
+			}
+			keys, err := kv.Keys(ctx)
+			if err == nil && len(keys) < sources {
+				err = fmt.Errorf("%d so far: %v", len(keys), keys)
+			}
+			return err
+		})
+	}
+	if err != nil && nc != nil {
+		nc.Close()
+	}
+	return nc, js, err
+}
+
+// poll calls try until it returns nil, the relay exits or ctx ends.
+func poll(ctx context.Context, r *relayProc, what string, try func() error) error {
+	for {
+		last := try()
+		if last == nil {
+			return nil
+		}
+		select {
+		case <-r.done:
+			return fmt.Errorf("relay exited while waiting for %s: %v", what, r.err)
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s: %w (last: %v)", what, ctx.Err(), last)
+		case <-time.After(pollInterval):
+		}
+	}
+}
+
+// consume reads the whole stream with an ordered consumer and hands every message to the
+// returned channel until ctx ends.
+func consume(ctx context.Context, js jetstream.JetStream) (<-chan received, jetstream.ConsumeContext, error) {
+	cons, err := js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{})
+	if err != nil {
+		return nil, nil, fmt.Errorf("ordered consumer on %s: %w", stream, err)
+	}
+	ch := make(chan received, eventBuffer)
+	cc, err := cons.Consume(func(m jetstream.Msg) {
+		select {
+		case ch <- received{subject: m.Subject(), header: m.Headers(), data: m.Data()}:
+		case <-ctx.Done():
+		}
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("consume %s: %w", stream, err)
+	}
+	return ch, cc, nil
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// printTail writes the end of the relay's log to stderr.
+func printTail(path string) {
+	f, err := os.Open(path)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	var lines []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+	}
+	lines = lines[max(0, len(lines)-logTailLines):]
+	fmt.Fprintf(os.Stderr, "demo: last %d lines of the relay log %s:\n", len(lines), path)
+	for _, l := range lines {
+		fmt.Fprintln(os.Stderr, "  | "+l)
+	}
+}
+
+func say(format string, args ...any) { fmt.Printf("demo: "+format+"\n", args...) }
+
+func since(t time.Time) time.Duration { return time.Since(t).Round(100 * time.Millisecond) }
