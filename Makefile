@@ -5,7 +5,7 @@ GO ?= go
 TEST_TIMEOUT ?= 30m
 CLUSTER_DIR ?= .cluster
 
-.PHONY: all build tools test vet fmt-check cluster-up cluster-down clean
+.PHONY: all build tools test vet fmt-check check-deploy demo cluster-up cluster-down clean
 
 all: build
 
@@ -21,12 +21,25 @@ tools:
 test: tools
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 
+## demo: run the relay's main job end to end: a real control plane, the relay with its
+## embedded nats-server, a consumer, and changes made with client-go (see hack/demo).
+## DEMO_FLAGS=-full also prints every message: subject, headers, body.
+demo: tools
+	$(GO) build -o .bin/relay ./cmd/relay
+	$(GO) run ./hack/demo $(DEMO_FLAGS)
+
 vet:
 	$(GO) vet ./...
 
 fmt-check:
 	@out="$$(gofmt -l $$(git ls-files '*.go'))"; \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+## check-deploy: check the Dockerfile and docker-compose.yml without a container engine: the
+## static build with the Dockerfile's flags, BuildKit's Dockerfile frontend and linter, the
+## compose-spec loader, and the relay accepting the environment both give it.
+check-deploy:
+	hack/check-deploy.sh
 
 ## cluster-up: start etcd, kube-apiserver and nats-server in the background and print the
 ## export lines that point kubectl, nats and the relay at them.
