@@ -141,18 +141,28 @@ var widgetGVR = schema.GroupVersionResource{Group: "example.com", Version: "v1",
 // installWidgetCRD installs a namespaced CRD widgets.example.com and waits until it is served.
 func installWidgetCRD(t *testing.T, dyn dynamic.Interface) {
 	t.Helper()
+	installCRD(t, dyn, widgetGVR, "Widget")
+}
+
+// installCRD installs a namespaced CRD serving gvr with objects of kind, with a schema that
+// keeps any field, and waits until the resource is served.
+func installCRD(t *testing.T, dyn dynamic.Interface, gvr schema.GroupVersionResource, kind string) {
+	t.Helper()
 	ctx := context.Background()
 	crdGVR := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 	crd := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "apiextensions.k8s.io/v1",
 		"kind":       "CustomResourceDefinition",
-		"metadata":   map[string]any{"name": "widgets.example.com"},
+		"metadata":   map[string]any{"name": gvr.Resource + "." + gvr.Group},
 		"spec": map[string]any{
-			"group": "example.com",
+			"group": gvr.Group,
 			"scope": "Namespaced",
-			"names": map[string]any{"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+			"names": map[string]any{
+				"plural": gvr.Resource, "singular": strings.ToLower(kind),
+				"kind": kind, "listKind": kind + "List",
+			},
 			"versions": []any{map[string]any{
-				"name": "v1", "served": true, "storage": true,
+				"name": gvr.Version, "served": true, "storage": true,
 				"schema": map[string]any{"openAPIV3Schema": map[string]any{
 					"type":                                 "object",
 					"x-kubernetes-preserve-unknown-fields": true,
@@ -164,11 +174,11 @@ func installWidgetCRD(t *testing.T, dyn dynamic.Interface) {
 		t.Fatalf("create CRD: %v", err)
 	}
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, err := dyn.Resource(widgetGVR).Namespace("default").List(ctx, metav1.ListOptions{})
+		_, err := dyn.Resource(gvr).Namespace("default").List(ctx, metav1.ListOptions{})
 		return err == nil, nil
 	})
 	if err != nil {
-		t.Fatalf("CRD never served: %v", err)
+		t.Fatalf("CRD %s never served: %v", gvr, err)
 	}
 }
 
