@@ -100,7 +100,7 @@ func (in *intake) run(ctx context.Context, rv string) error {
 		}
 		failures++
 		wait := watchBackoff(failures)
-		in.log.Warn().Err(err).Str("rv", rv).Dur("retry_in", wait).Msg("list or watch failed, retrying")
+		in.log.Warn().Err(err).Str("rv", rv).Stringer("retry_in", wait).Msg("list or watch failed, retrying")
 		select {
 		case <-ctx.Done():
 			return nil
@@ -181,7 +181,7 @@ func (in *intake) list(ctx context.Context, origin event.Origin) (string, error)
 		return "", err
 	}
 	in.log.Info().Str("origin", string(origin)).Int("objects", total).Int("published", published).
-		Str("rv", listRV).Dur("took", time.Since(start)).Msg("listed")
+		Str("rv", listRV).Stringer("took", time.Since(start).Round(time.Millisecond)).Msg("listed")
 	return listRV, nil
 }
 
@@ -323,7 +323,7 @@ func (in *intake) send(ctx context.Context, it *item) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-stall.C:
-			in.log.Warn().Dur("stalled", watchStallLimit).Msg("publishing is behind: watch released until the buffer drains")
+			in.log.Warn().Stringer("stalled", watchStallLimit).Msg("publishing is behind: watch released until the buffer drains")
 			in.release()
 			in.release = nil
 		}

@@ -161,7 +161,7 @@ func (s *Source) Run(ctx context.Context) error {
 		}); err != nil {
 			return fmt.Errorf("load object index %q: %w", s.key, err)
 		}
-		log.Info().Int("objects", s.index.len()).Dur("took", time.Since(start)).Msg("object index loaded")
+		log.Info().Int("objects", s.index.len()).Stringer("took", time.Since(start).Round(time.Millisecond)).Msg("object index loaded")
 	}
 
 	cp := newCheckpointSaver(s.ckpt, s.key, rv, s.cfg.CheckpointInterval)

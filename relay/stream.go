@@ -64,16 +64,16 @@ func EnsureStream(ctx context.Context, js jetstream.JetStream, cfg StreamConfig)
 	if len(problems) > 0 {
 		return nil, fmt.Errorf("%w: stream %s exists but %s", ErrStreamUnusable, cfg.Name, strings.Join(problems, "; "))
 	}
-	log := zerolog.Ctx(ctx).Warn().Str("stream", cfg.Name)
 	if info.Config.Replicas != cfg.Replicas {
-		log.Int("have", info.Config.Replicas).Int("configured", cfg.Replicas).Msg("existing stream has other replicas, left as is")
+		zerolog.Ctx(ctx).Warn().Str("stream", cfg.Name).Int("have", info.Config.Replicas).Int("configured", cfg.Replicas).
+			Msg("existing stream has other replicas, left as is")
 	}
 	if info.Config.Duplicates != cfg.Duplicates {
-		zerolog.Ctx(ctx).Warn().Str("stream", cfg.Name).Dur("have", info.Config.Duplicates).Dur("configured", cfg.Duplicates).
+		zerolog.Ctx(ctx).Warn().Str("stream", cfg.Name).Stringer("have", info.Config.Duplicates).Stringer("configured", cfg.Duplicates).
 			Msg("existing stream has another duplicate window, left as is")
 	}
 	if info.Config.MaxAge != cfg.MaxAge {
-		zerolog.Ctx(ctx).Warn().Str("stream", cfg.Name).Dur("have", info.Config.MaxAge).Dur("configured", cfg.MaxAge).
+		zerolog.Ctx(ctx).Warn().Str("stream", cfg.Name).Stringer("have", info.Config.MaxAge).Stringer("configured", cfg.MaxAge).
 			Msg("existing stream has another max age, left as is")
 	}
 	return s, nil

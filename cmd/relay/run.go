@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	"github.com/kelseyhightower/envconfig"
@@ -145,9 +146,17 @@ func sourceConfigs(cfg Config, resources []relay.Resource, maxPayload int64) []r
 
 func newLogger(cfg Config, w io.Writer) zerolog.Logger {
 	if cfg.LogFormat == LogFormatConsole {
-		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.TimeOnly}
+		// Colours only on a terminal: files and pipes get plain text.
+		f, isFile := w.(*os.File)
+		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.TimeOnly, NoColor: !isFile || !isTerminal(f)}
 	}
 	return zerolog.New(w).Level(cfg.LogLevel.ZerologLevel()).With().Timestamp().Logger()
+}
+
+// isTerminal reports whether f is a character device (a terminal), not a file or a pipe.
+func isTerminal(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
 // usage prints every variable with its default and meaning.
