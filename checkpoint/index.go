@@ -9,6 +9,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/kube-nats-relay/kube-nats-relay/event"
 )
 
 // purgeMarkerTTL is how long the marker of a removed index entry lives. The purge removes
@@ -35,28 +37,9 @@ type Index struct {
 
 // OpenIndex returns the index over the bucket, creating it when missing.
 func OpenIndex(ctx context.Context, js jetstream.JetStream, cfg IndexConfig) (*Index, error) {
-	kv, err := js.KeyValue(ctx, cfg.Bucket)
-	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
-			Bucket:      cfg.Bucket,
-			Description: "kube-nats-relay object index: uid and resourceVersion last published per object",
-			Storage:     jetstream.FileStorage,
-			Replicas:    max(cfg.Replicas, 1),
-			History:     1,
-			// Lets removed entries leave markers that expire (purgeMarkerTTL) instead of one
-			// marker per deleted object forever.
-			LimitMarkerTTL: purgeMarkerTTL,
-		})
-	}
+	kv, err := openTTLBucket(ctx, js, cfg.Bucket, "kube-nats-relay object index: uid and resourceVersion last published per object", cfg.Replicas)
 	if err != nil {
-		return nil, fmt.Errorf("open index bucket %s: %w", cfg.Bucket, err)
-	}
-	status, err := kv.Status(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("open index bucket %s: %w", cfg.Bucket, err)
-	}
-	if s, ok := status.(*jetstream.KeyValueBucketStatus); ok && !s.StreamInfo().Config.AllowMsgTTL {
-		return nil, fmt.Errorf("%w: index bucket %s exists without per-message TTL (create it with a limit marker TTL, nats-server 2.11 or later)", ErrBucketUnusable, cfg.Bucket)
+		return nil, err
 	}
 	return &Index{kv: kv, prefix: "$KV." + cfg.Bucket + "."}, nil
 }
@@ -96,14 +79,49 @@ func (ix *Index) Load(ctx context.Context, source string, fn func(object, uid, r
 // removes the object when uid is empty. The caller publishes it to JetStream like an event,
 // after the event's own ack.
 func (ix *Index) Record(source, object, uid, rv string) *nats.Msg {
-	m := nats.NewMsg(ix.prefix + sourceToken(source) + "." + objectKey(object))
+	subject := ix.prefix + sourceToken(source) + "." + objectKey(object)
 	if uid == "" {
-		m.Header.Set("KV-Operation", "PURGE")
-		m.Header.Set(jetstream.MsgRollup, jetstream.MsgRollupSubject)
-		m.Header.Set(jetstream.MsgTTLHeader, purgeMarkerTTL.String())
-		return m
+		return purgeMsg(subject)
 	}
+	m := nats.NewMsg(subject)
 	m.Data = []byte(uid + " " + rv)
+	return m
+}
+
+// openTTLBucket opens the one-value-per-key bucket, creating it when missing, with
+// per-message TTLs so that the markers of purged keys expire (purgeMarkerTTL) instead of one
+// marker per removed object staying forever.
+func openTTLBucket(ctx context.Context, js jetstream.JetStream, bucket, description string, replicas int) (jetstream.KeyValue, error) {
+	kv, err := js.KeyValue(ctx, bucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
+			Bucket:         bucket,
+			Description:    description,
+			Storage:        jetstream.FileStorage,
+			Replicas:       max(replicas, 1),
+			History:        1,
+			LimitMarkerTTL: purgeMarkerTTL,
+		})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open bucket %s: %w", bucket, err)
+	}
+	status, err := kv.Status(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("open bucket %s: %w", bucket, err)
+	}
+	if s, ok := status.(*jetstream.KeyValueBucketStatus); ok && !s.StreamInfo().Config.AllowMsgTTL {
+		return nil, fmt.Errorf("%w: bucket %s exists without per-message TTL (create it with a limit marker TTL, nats-server 2.11 or later)", ErrBucketUnusable, bucket)
+	}
+	return kv, nil
+}
+
+// purgeMsg returns the message that purges subject's key, leaving a marker that expires.
+func purgeMsg(subject string) *nats.Msg {
+	m := nats.NewMsg(subject)
+	m.Header.Set("KV-Operation", "PURGE")
+	m.Header.Set(jetstream.MsgRollup, jetstream.MsgRollupSubject)
+	m.Header.Set(jetstream.MsgTTLHeader, purgeMarkerTTL.String())
 	return m
 }
 
@@ -111,16 +129,16 @@ func (ix *Index) Record(source, object, uid, rv string) *nats.Msg {
 func sourceToken(source string) string { return strings.ReplaceAll(source, ".", "/") }
 
 // objectKey writes "namespace/name" (or "name") as two key tokens: namespace ("_" for
-// cluster-scoped objects) and name, each byte outside [A-Za-z0-9_-] written as =XX.
+// cluster-scoped objects) and name (event.EncodeKeyToken).
 func objectKey(object string) string {
 	ns, name, ok := strings.Cut(object, "/")
 	if !ok {
 		ns, name = "", object
 	}
 	if ns == "" {
-		return "_." + escapeKey(name)
+		return "_." + event.EncodeKeyToken(name)
 	}
-	return escapeKey(ns) + "." + escapeKey(name)
+	return event.EncodeKeyToken(ns) + "." + event.EncodeKeyToken(name)
 }
 
 func objectFromKey(key string) (string, error) {
@@ -128,59 +146,16 @@ func objectFromKey(key string) (string, error) {
 	if !ok {
 		return "", errors.New("want <namespace>.<name>")
 	}
-	name, err := unescapeKey(nameTok)
+	name, err := event.DecodeKeyToken(nameTok)
 	if err != nil {
 		return "", err
 	}
 	if nsTok == "_" {
 		return name, nil
 	}
-	ns, err := unescapeKey(nsTok)
+	ns, err := event.DecodeKeyToken(nsTok)
 	if err != nil {
 		return "", err
 	}
 	return ns + "/" + name, nil
-}
-
-const hexDigits = "0123456789ABCDEF"
-
-func escapeKey(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' {
-			b.WriteByte(c)
-			continue
-		}
-		b.WriteByte('=')
-		b.WriteByte(hexDigits[c>>4])
-		b.WriteByte(hexDigits[c&15])
-	}
-	if b.Len() == 0 {
-		return "="
-	}
-	return b.String()
-}
-
-func unescapeKey(s string) (string, error) {
-	if s == "=" {
-		return "", nil
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] != '=' {
-			b.WriteByte(s[i])
-			continue
-		}
-		if i+2 >= len(s) {
-			return "", fmt.Errorf("truncated escape in %q", s)
-		}
-		hi, lo := strings.IndexByte(hexDigits, s[i+1]), strings.IndexByte(hexDigits, s[i+2])
-		if hi < 0 || lo < 0 {
-			return "", fmt.Errorf("bad escape in %q", s)
-		}
-		b.WriteByte(byte(hi<<4 | lo))
-		i += 2
-	}
-	return b.String(), nil
 }

@@ -29,13 +29,16 @@ type item struct {
 	seq uint64
 	// key is namespace/name: changes of one key are published one at a time, in order.
 	key string
-	// msg is nil for a mark.
+	// msg is the event; nil for a mark.
 	msg *nats.Msg
+	// mirror, when set, writes the object's state to the state mirror; it is published and
+	// acked before msg, so that the mirror is never behind the stream (see docs/guarantees.md).
+	mirror *nats.Msg
 	// index, when set, records the change in the durable object index; it is published after
-	// msg is acked, and the item is done only when both are.
+	// msg is acked. The item is done only when every step is acked.
 	index *nats.Msg
-	// indexing is set once msg is acked and index is being published.
-	indexing bool
+	// step counts the steps (mirror, msg, index) acked so far.
+	step int
 	// rv is the resourceVersion the checkpoint may move to once this item and every earlier
 	// one are done; empty for items that do not move it (objects of a list, whose
 	// resourceVersions are not in order).
@@ -47,6 +50,22 @@ type item struct {
 	attempts int
 	done     bool
 	onAck    func(ack *jetstream.PubAck)
+}
+
+// current returns the message of the step in progress: mirror, event, index (skipping the
+// ones not set), or nil when every step is done.
+func (it *item) current() *nats.Msg {
+	n := it.step
+	for _, m := range [...]*nats.Msg{it.mirror, it.msg, it.index} {
+		if m == nil {
+			continue
+		}
+		if n == 0 {
+			return m
+		}
+		n--
+	}
+	return nil
 }
 
 type result struct {
@@ -102,11 +121,7 @@ func (p *pipeline) run(ctx context.Context, stop <-chan struct{}) error {
 	)
 	send := func(it *item) {
 		inflight++
-		msg := it.msg
-		if it.indexing {
-			msg = it.index
-		}
-		fut, err := p.pub.PublishMsgAsync(msg)
+		fut, err := p.pub.PublishMsgAsync(it.current())
 		if err != nil {
 			results <- result{it: it, err: err}
 			return
@@ -161,7 +176,7 @@ func (p *pipeline) run(ctx context.Context, stop <-chan struct{}) error {
 			seq++
 			it.seq = seq
 			pending = append(pending, it)
-			if it.msg == nil {
+			if it.current() == nil { // a mark
 				it.done = true
 				retire()
 				continue
@@ -193,11 +208,12 @@ func (p *pipeline) run(ctx context.Context, stop <-chan struct{}) error {
 				continue
 			}
 			inflight--
-			if !r.it.indexing && r.it.onAck != nil {
+			if r.it.current() == r.it.msg && r.it.onAck != nil {
 				r.it.onAck(r.ack)
 			}
-			if !r.it.indexing && r.it.index != nil {
-				r.it.indexing, r.it.attempts = true, 0
+			r.it.step++
+			r.it.attempts = 0
+			if r.it.current() != nil {
 				send(r.it)
 				continue
 			}

@@ -262,3 +262,22 @@ func TestPipelineRecordsIndexAfterEventAndBeforeNext(t *testing.T) {
 		t.Fatalf("then: got %s, want a2", next.msg.Subject)
 	}
 }
+
+func TestPipelineWritesMirrorBeforeEvent(t *testing.T) {
+	r := startPipeline(t, 10)
+	it := change("a", "a1", "1")
+	it.mirror = &nats.Msg{Subject: "mirror.a"}
+	it.index = &nats.Msg{Subject: "idx.a1"}
+	r.p.in <- it
+	for _, want := range []string{"mirror.a", "a1", "idx.a1"} {
+		f := r.next(t)
+		if f.msg.Subject != want {
+			t.Fatalf("publish: got %s, want %s", f.msg.Subject, want)
+		}
+		if r.ck.last() != "" {
+			t.Fatalf("checkpoint %q before every step was acked", r.ck.last())
+		}
+		f.ack()
+	}
+	waitCheckpoint(t, r.ck, "1")
+}

@@ -157,6 +157,9 @@ func (in *intake) list(ctx context.Context, origin event.Origin) (string, error)
 			}
 			in.index.put(key, entry{UID: uid, ResourceVersion: rv})
 			if origin == event.InitialSync && !in.src.cfg.InitialSync {
+				if err := in.emitMirrorOnly(ctx, obj); err != nil {
+					return "", err
+				}
 				continue
 			}
 			if err := in.emit(ctx, obj, t, origin, ""); err != nil {
@@ -270,7 +273,7 @@ func (in *intake) change(ctx context.Context, obj *unstructured.Unstructured, ty
 // emit queues the event for obj; checkpointRV is the resourceVersion the checkpoint may move
 // to once it is acked (empty for list items).
 func (in *intake) emit(ctx context.Context, obj *unstructured.Unstructured, t event.Type, origin event.Origin, checkpointRV string) error {
-	msg, omitted := in.src.message(obj, t, origin, false)
+	msg, mirror, omitted := in.src.message(obj, t, origin, false)
 	key := objectKey(obj)
 	var record *nats.Msg
 	if t == event.Deleted {
@@ -284,7 +287,17 @@ func (in *intake) emit(ctx context.Context, obj *unstructured.Unstructured, t ev
 	}
 	in.log.Debug().Str("type", string(t)).Str("origin", string(origin)).Str("key", objectKey(obj)).
 		Str("rv", obj.GetResourceVersion()).Msg("event")
-	return in.send(ctx, &item{key: key, msg: msg, index: record, rv: checkpointRV})
+	return in.send(ctx, &item{key: key, msg: msg, mirror: mirror, index: record, rv: checkpointRV})
+}
+
+// emitMirrorOnly records obj in the state mirror without publishing an event (an initial
+// sync that skips publishing still fills the mirror).
+func (in *intake) emitMirrorOnly(ctx context.Context, obj *unstructured.Unstructured) error {
+	_, mirror, _ := in.src.message(obj, event.Added, event.InitialSync, false)
+	if mirror == nil {
+		return nil
+	}
+	return in.send(ctx, &item{key: objectKey(obj), mirror: mirror})
 }
 
 // emitInferredDelete queues a DELETED for an object that vanished while nobody watched: its
@@ -292,9 +305,9 @@ func (in *intake) emit(ctx context.Context, obj *unstructured.Unstructured, t ev
 func (in *intake) emitInferredDelete(ctx context.Context, key string, prev entry) error {
 	obj := in.src.tombstone(key, prev)
 	in.index.remove(key)
-	msg, _ := in.src.message(obj, event.Deleted, event.Relist, true)
+	msg, mirror, _ := in.src.message(obj, event.Deleted, event.Relist, true)
 	in.log.Debug().Str("key", key).Str("uid", prev.UID).Msg("inferred delete")
-	return in.send(ctx, &item{key: key, msg: msg, index: in.src.record(key, "", "")})
+	return in.send(ctx, &item{key: key, msg: msg, mirror: mirror, index: in.src.record(key, "", "")})
 }
 
 func (in *intake) mark(ctx context.Context, rv string) error {

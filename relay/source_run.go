@@ -39,6 +39,13 @@ type ObjectIndex interface {
 	Record(source, object, uid, rv string) *nats.Msg
 }
 
+// StateMirror keeps the current state of every object of a mirrored resource.
+type StateMirror interface {
+	// Record returns the message setting the object's state to body (nil: the object is
+	// gone); the pipeline publishes it before the event.
+	Record(meta event.Meta, body []byte) *nats.Msg
+}
+
 // Resource is a resolved API resource.
 type Resource struct {
 	schema.GroupVersionResource
@@ -87,6 +94,7 @@ type Source struct {
 	pub    Publisher
 	ckpt   Checkpointer
 	objIdx ObjectIndex
+	mirror StateMirror
 	key    string
 	index  *index
 	now    func() time.Time
@@ -102,6 +110,12 @@ func NewSource(cfg SourceConfig, client dynamic.Interface, pub Publisher, ckpt C
 		rc = ri.Namespace(cfg.Namespace)
 	}
 	return &Source{cfg: cfg, client: rc, pub: pub, ckpt: ckpt, objIdx: objIdx, key: CheckpointKey(cfg), index: newIndex(), now: time.Now}
+}
+
+// WithMirror makes the source keep the state mirror m up to date (before each event).
+func (s *Source) WithMirror(m StateMirror) *Source {
+	s.mirror = m
+	return s
 }
 
 // CheckpointKey names a source's checkpoint: cluster, group, resource, namespace and, when
@@ -202,10 +216,29 @@ func (s *Source) Run(ctx context.Context) error {
 	return err
 }
 
-// message builds the JetStream message for a change of obj.
-func (s *Source) message(obj *unstructured.Unstructured, t event.Type, origin event.Origin, finalStateUnknown bool) (msg *nats.Msg, omitted bool) {
+// message builds the JetStream message for a change of obj, and the state mirror's record of
+// it when the source is mirrored.
+func (s *Source) message(obj *unstructured.Unstructured, t event.Type, origin event.Origin, finalStateUnknown bool) (msg, mirror *nats.Msg, omitted bool) {
+	msg, meta, omitted := s.eventMessage(obj, t, origin, finalStateUnknown)
+	if s.mirror == nil {
+		return msg, nil, omitted
+	}
+	switch {
+	case t == event.Deleted:
+		mirror = s.mirror.Record(meta, nil)
+	case omitted:
+		// Too large for the bucket as well: keep the object's identity, like the event.
+		ref, _ := s.tombstone(objectKey(obj), entry{UID: meta.UID, ResourceVersion: meta.ResourceVersion}).MarshalJSON()
+		mirror = s.mirror.Record(meta, ref)
+	default:
+		mirror = s.mirror.Record(meta, msg.Data)
+	}
+	return msg, mirror, omitted
+}
+
+func (s *Source) eventMessage(obj *unstructured.Unstructured, t event.Type, origin event.Origin, finalStateUnknown bool) (msg *nats.Msg, meta event.Meta, omitted bool) {
 	unstructured.RemoveNestedField(obj.Object, "metadata", "managedFields")
-	meta := event.Meta{
+	meta = event.Meta{
 		Cluster:         s.cfg.Cluster,
 		Group:           s.cfg.Resource.Group,
 		Version:         s.cfg.Resource.Version,
@@ -227,14 +260,14 @@ func (s *Source) message(obj *unstructured.Unstructured, t event.Type, origin ev
 	if err != nil {
 		// An object decoded from JSON always encodes again; keep the event without body.
 		msg.Header.Set(event.HeaderBodyOmitted, "encode: "+err.Error())
-		return msg, true
+		return msg, meta, true
 	}
 	if s.cfg.MaxPayload > 0 && len(body)+headerSize(msg.Header)+len(msg.Subject) > s.cfg.MaxPayload {
 		msg.Header.Set(event.HeaderBodyOmitted, event.BodyOmittedOversize)
-		return msg, true
+		return msg, meta, true
 	}
 	msg.Data = body
-	return msg, false
+	return msg, meta, false
 }
 
 // record returns the durable index record of a change, nil without a durable index.

@@ -61,6 +61,11 @@ type Config struct {
 
 	// ResourceList holds the resources to relay as kubectl writes them.
 	ResourceList CommaList `envconfig:"RELAY_RESOURCES" desc:"required: comma-separated resources as kubectl writes them (pods, deployments.apps, deployments.v1.apps, widgets.example.com)"`
+	// MirrorList names the resources (spelled as in RELAY_RESOURCES) whose current state the
+	// relay also keeps in the state mirror bucket, for consumers that bootstrap from it.
+	MirrorList CommaList `envconfig:"RELAY_MIRROR_RESOURCES" desc:"comma-separated resources, spelled as in RELAY_RESOURCES, whose current state is also kept in the state mirror bucket"`
+	// MirrorBucket is the KV bucket of the state mirror.
+	MirrorBucket string `envconfig:"RELAY_MIRROR_BUCKET" default:"kube-relay-mirror" desc:"JetStream key-value bucket of the state mirror, created if missing (only with RELAY_MIRROR_RESOURCES)"`
 	// NamespaceList restricts namespaced resources to these namespaces.
 	NamespaceList CommaList `envconfig:"RELAY_NAMESPACES" desc:"comma-separated namespaces to watch; empty watches all namespaces"`
 	// LabelSelector and FieldSelector are sent to the apiserver with every
@@ -172,6 +177,11 @@ func (c Config) Resources() []ResourceSpec {
 		}
 	}
 	return specs
+}
+
+// Mirrored reports whether spec's resource is kept in the state mirror.
+func (c Config) Mirrored(spec ResourceSpec) bool {
+	return slices.Contains(c.MirrorList.Items, spec.Raw)
 }
 
 // Namespaces returns the namespaces to watch, or nil for all namespaces.

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -171,6 +172,14 @@ func (c Config) validateSelection(ps *problems) {
 		}
 	}
 
+	for _, item := range checkListEntries(ps, "RELAY_MIRROR_RESOURCES", c.MirrorList, nil) {
+		if !slices.Contains(c.ResourceList.Items, item) {
+			ps.add("RELAY_MIRROR_RESOURCES", item, "not in RELAY_RESOURCES: mirror only relayed resources, spelled the same way")
+		}
+	}
+	if len(c.MirrorList.Items) > 0 && (!bucketRe.MatchString(c.MirrorBucket) || len(c.MirrorBucket) > maxBucketNameLen) {
+		ps.addf("RELAY_MIRROR_BUCKET", c.MirrorBucket, "must be 1-%d letters, digits, '_' or '-'", maxBucketNameLen)
+	}
 	for _, item := range checkListEntries(ps, "RELAY_NAMESPACES", c.NamespaceList, nil) {
 		if len(validation.IsDNS1123Label(item)) > 0 {
 			ps.add("RELAY_NAMESPACES", item, "not a namespace name: at most 63 lower-case letters, digits or '-', starting and ending with a letter or digit")

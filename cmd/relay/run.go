@@ -68,7 +68,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	defer conn.close(ctx)
 	nc := conn.nc
 
-	sources := sourceConfigs(cfg, resources, nc.MaxPayload())
+	sources, mirrored := sourceConfigs(cfg, resources, nc.MaxPayload())
 	js, err := jetstream.New(nc,
 		jetstream.WithPublishAsyncMaxPending(cfg.MaxInflight.Int*len(sources)+1),
 		jetstream.WithPublishAsyncTimeout(publishAsyncTimeout))
@@ -98,9 +98,18 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("dynamic client: %w", err)
 	}
+	var mirror *checkpoint.Mirror
+	if len(cfg.MirrorList.Items) > 0 {
+		if mirror, err = checkpoint.OpenMirror(ctx, js, checkpoint.MirrorConfig{Bucket: cfg.MirrorBucket, Replicas: cfg.StreamReplicas.Int}); err != nil {
+			return err
+		}
+	}
 	built := make([]*relay.Source, len(sources))
 	for i, sc := range sources {
 		built[i] = relay.NewSource(sc, dyn, js, store, objIdx)
+		if mirrored[i] {
+			built[i].WithMirror(mirror)
+		}
 	}
 	log.Info().Int("sources", len(built)).Str("stream", cfg.Stream).Str("bucket", cfg.CheckpointBucket).
 		Str("index_bucket", cfg.IndexBucket).Msg("relay started")
@@ -113,10 +122,14 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 }
 
 // sourceConfigs returns one source per resource, or per resource and namespace when
-// namespaces are listed (cluster-scoped resources are always watched whole).
-func sourceConfigs(cfg Config, resources []relay.Resource, maxPayload int64) []relay.SourceConfig {
+// namespaces are listed (cluster-scoped resources are always watched whole), and for each
+// whether it feeds the state mirror. resources are in the order of cfg.Resources().
+func sourceConfigs(cfg Config, resources []relay.Resource, maxPayload int64) ([]relay.SourceConfig, []bool) {
 	var out []relay.SourceConfig
-	for _, r := range resources {
+	var mirrored []bool
+	specs := cfg.Resources()
+	for i, r := range resources {
+		m := cfg.Mirrored(specs[i])
 		base := relay.SourceConfig{
 			Cluster:            cfg.Cluster,
 			Prefix:             cfg.SubjectPrefix,
@@ -132,16 +145,16 @@ func sourceConfigs(cfg Config, resources []relay.Resource, maxPayload int64) []r
 		}
 		namespaces := cfg.Namespaces()
 		if !r.Namespaced || len(namespaces) == 0 {
-			out = append(out, base)
+			out, mirrored = append(out, base), append(mirrored, m)
 			continue
 		}
 		for _, ns := range namespaces {
 			sc := base
 			sc.Namespace = ns
-			out = append(out, sc)
+			out, mirrored = append(out, sc), append(mirrored, m)
 		}
 	}
-	return out
+	return out, mirrored
 }
 
 func newLogger(cfg Config, w io.Writer) zerolog.Logger {

@@ -1,0 +1,216 @@
+package relay
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/kube-nats-relay/kube-nats-relay/event"
+)
+
+// Benchmarks of the relay's per-event hot path, with allocation counts: decoding an object as
+// the dynamic client does, building the message (managedFields stripped, subject, id, headers,
+// JSON re-encoded), and the pipeline's own overhead per event with a publisher that acks at
+// once. `make bench` runs them with -benchmem and reports medians in docs/benchmarks.md.
+// Every name here starts with bench so that it cannot collide with other tests of the package.
+
+// benchObjectJSON is a ConfigMap as the apiserver returns it: about 1 KiB of data plus the
+// managedFields entry a create writes.
+var benchObjectJSON = func() []byte {
+	obj := map[string]any{
+		"apiVersion": "v1",
+		"kind":       "ConfigMap",
+		"metadata": map[string]any{
+			"name":              "cm-004217",
+			"namespace":         "bench-sync",
+			"uid":               "9632f75e-287a-4656-ac9b-9713367e3a9d",
+			"resourceVersion":   "12345678",
+			"creationTimestamp": "2026-01-02T03:04:05Z",
+			"labels":            map[string]any{"app": "bench"},
+			"managedFields": []any{map[string]any{
+				"manager":    "bench",
+				"operation":  "Update",
+				"apiVersion": "v1",
+				"time":       "2026-01-02T03:04:05Z",
+				"fieldsType": "FieldsV1",
+				"fieldsV1": map[string]any{
+					"f:data":     map[string]any{".": map[string]any{}, "f:pad": map[string]any{}, "f:v": map[string]any{}},
+					"f:metadata": map[string]any{"f:labels": map[string]any{".": map[string]any{}, "f:app": map[string]any{}}},
+				},
+			}},
+		},
+		"data": map[string]any{"pad": strings.Repeat("0123456789abcdef", 48), "v": "17"},
+	}
+	b, err := json.Marshal(obj)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}()
+
+func benchObject(b *testing.B) *unstructured.Unstructured {
+	b.Helper()
+	obj := &unstructured.Unstructured{}
+	if err := obj.UnmarshalJSON(benchObjectJSON); err != nil {
+		b.Fatal(err)
+	}
+	return obj
+}
+
+// benchDynamic satisfies dynamic.Interface for NewSource; the benchmarks never call the API.
+type benchDynamic struct{ dynamic.Interface }
+
+func (benchDynamic) Resource(schema.GroupVersionResource) dynamic.NamespaceableResourceInterface {
+	return benchResource{}
+}
+
+type benchResource struct {
+	dynamic.NamespaceableResourceInterface
+}
+
+func (benchResource) Namespace(string) dynamic.ResourceInterface { return benchResource{} }
+
+func benchSource() *Source {
+	return NewSource(SourceConfig{
+		Cluster: "prod",
+		Prefix:  "kube",
+		Resource: Resource{
+			GroupVersionResource: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"},
+			Kind:                 "ConfigMap",
+			Namespaced:           true,
+		},
+		MaxPayload: 1 << 20,
+	}, benchDynamic{}, nil, nil, nil)
+}
+
+var (
+	benchSinkMsg   *nats.Msg
+	benchSinkBytes []byte
+	benchSinkObj   *unstructured.Unstructured
+)
+
+// BenchmarkDecodeObject is what the dynamic client does with every watch event and list
+// item before the relay sees it: JSON into an unstructured map.
+func BenchmarkDecodeObject(b *testing.B) {
+	b.ReportAllocs()
+	b.SetBytes(int64(len(benchObjectJSON)))
+	for b.Loop() {
+		obj := &unstructured.Unstructured{}
+		if err := obj.UnmarshalJSON(benchObjectJSON); err != nil {
+			b.Fatal(err)
+		}
+		benchSinkObj = obj
+	}
+}
+
+// BenchmarkStripAndEncode is the body part of Source.message: remove managedFields, encode
+// the object as JSON again.
+func BenchmarkStripAndEncode(b *testing.B) {
+	obj := benchObject(b)
+	md := obj.Object["metadata"].(map[string]any)
+	mf := md["managedFields"]
+	b.ReportAllocs()
+	for b.Loop() {
+		md["managedFields"] = mf // put back what the previous iteration removed
+		unstructured.RemoveNestedField(obj.Object, "metadata", "managedFields")
+		body, err := obj.MarshalJSON()
+		if err != nil {
+			b.Fatal(err)
+		}
+		benchSinkBytes = body
+	}
+	b.SetBytes(int64(len(benchSinkBytes)))
+}
+
+// BenchmarkSourceMessage is the whole message of one event: strip, metadata, subject, id,
+// headers, body (no state mirror configured).
+func BenchmarkSourceMessage(b *testing.B) {
+	s := benchSource()
+	obj := benchObject(b)
+	md := obj.Object["metadata"].(map[string]any)
+	mf := md["managedFields"]
+	b.ReportAllocs()
+	for b.Loop() {
+		md["managedFields"] = mf
+		msg, _, omitted := s.message(obj, event.Modified, event.Live, false)
+		if omitted {
+			b.Fatal("body omitted")
+		}
+		benchSinkMsg = msg
+	}
+	b.SetBytes(int64(len(benchSinkMsg.Data)))
+}
+
+// benchFuture is a publish that is already acknowledged.
+type benchFuture struct {
+	msg *nats.Msg
+	ok  chan *jetstream.PubAck
+}
+
+func (f *benchFuture) Ok() <-chan *jetstream.PubAck { return f.ok }
+func (f *benchFuture) Err() <-chan error            { return nil }
+func (f *benchFuture) Msg() *nats.Msg               { return f.msg }
+
+// benchAckPublisher acks every publish at once, so that a pipeline benchmark measures the
+// pipeline alone, without NATS.
+type benchAckPublisher struct{}
+
+func (benchAckPublisher) PublishMsgAsync(msg *nats.Msg, _ ...jetstream.PublishOpt) (jetstream.PubAckFuture, error) {
+	f := &benchFuture{msg: msg, ok: make(chan *jetstream.PubAck, 1)}
+	f.ok <- &jetstream.PubAck{}
+	return f, nil
+}
+
+// BenchmarkPipeline pushes events of benchPipelineObjects objects through the ordered
+// pipeline with the relay's default buffer and in-flight bound; "with-index" also publishes
+// the durable index record after each event's ack, as the relay binary does.
+func BenchmarkPipeline(b *testing.B) {
+	const (
+		benchPipelineObjects = 1000
+		benchBuffer          = 1024 // RELAY_BUFFER_SIZE default
+		benchInflight        = 256  // RELAY_MAX_INFLIGHT default
+	)
+	for _, withIndex := range []bool{false, true} {
+		name := "events-only"
+		if withIndex {
+			name = "with-index"
+		}
+		b.Run(name, func(b *testing.B) {
+			keys := make([]string, benchPipelineObjects)
+			msgs := make([]*nats.Msg, benchPipelineObjects)
+			for i := range keys {
+				keys[i] = "bench/cm-" + strconv.Itoa(i)
+				msgs[i] = &nats.Msg{Subject: "kube.prod.core.v1.configmaps.bench.cm-" + strconv.Itoa(i) + ".modified"}
+			}
+			record := &nats.Msg{Subject: "$KV.index.x"}
+			p := newPipeline(benchAckPublisher{}, benchBuffer, benchInflight, func(string, bool) {}, nil)
+			done := make(chan error, 1)
+			go func() { done <- p.run(context.Background(), make(chan struct{})) }()
+			b.ReportAllocs()
+			b.ResetTimer()
+			start := time.Now()
+			for i := 0; i < b.N; i++ {
+				it := &item{key: keys[i%benchPipelineObjects], msg: msgs[i%benchPipelineObjects], rv: strconv.Itoa(i + 1)}
+				if withIndex {
+					it.index = record
+				}
+				p.in <- it
+			}
+			close(p.in)
+			if err := <-done; err != nil {
+				b.Fatal(err)
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "events/s")
+		})
+	}
+}
