@@ -18,6 +18,18 @@ type Relay struct {
 // New returns a relay over sources.
 func New(sources ...*Source) *Relay { return &Relay{sources: sources} }
 
+// NotReady returns why the relay is not ready: every source not yet watching or stopped by
+// a permanent error; empty when all are watching.
+func (r *Relay) NotReady() []string {
+	var reasons []string
+	for _, s := range r.sources {
+		if ok, why := s.Status(); !ok {
+			reasons = append(reasons, why)
+		}
+	}
+	return reasons
+}
+
 // ErrAllFailed is returned by Run when every source has stopped with a permanent error.
 var ErrAllFailed = errors.New("every resource failed")
 

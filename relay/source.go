@@ -205,6 +205,7 @@ func (in *intake) watch(ctx context.Context, rv *string) (opened bool, err error
 	defer w.Stop()
 	in.release = w.Stop
 	defer func() { in.release = nil }()
+	in.src.synced.Store(true)
 	in.log.Info().Str("rv", *rv).Msg("watching")
 	for {
 		var ev watch.Event

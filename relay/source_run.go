@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -98,6 +99,22 @@ type Source struct {
 	key    string
 	index  *index
 	now    func() time.Time
+
+	// synced is set once the source watches (after its first list, or on resuming).
+	synced atomic.Bool
+	// failure holds the permanent error that stopped the source.
+	failure atomic.Pointer[error]
+}
+
+// Status reports whether the source is watching, or why not.
+func (s *Source) Status() (ready bool, reason string) {
+	if err := s.failure.Load(); err != nil {
+		return false, s.describe() + ": " + (*err).Error()
+	}
+	if !s.synced.Load() {
+		return false, s.describe() + ": not synced yet"
+	}
+	return true, ""
 }
 
 // NewSource returns a source that reads through client (a dynamic client for the resource),
@@ -208,6 +225,7 @@ func (s *Source) Run(ctx context.Context) error {
 	g.Go(func() error { return cp.run(ctx, drainCtx, pipelineDone, log) })
 	err = g.Wait()
 	if intakeErr != nil {
+		s.failure.Store(&intakeErr)
 		return intakeErr
 	}
 	if pipeErr != nil && ctx.Err() == nil {

@@ -238,6 +238,13 @@ func (c Config) validateOutput(ps *problems) {
 }
 
 func (c Config) validateLogging(ps *problems) {
+	if c.HTTPAddr != "" {
+		if _, port, err := net.SplitHostPort(c.HTTPAddr); err != nil {
+			ps.add("RELAY_HTTP_ADDR", c.HTTPAddr, "must be host:port (or empty to disable)")
+		} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+			ps.add("RELAY_HTTP_ADDR", c.HTTPAddr, "port must be a number from 0 to 65535")
+		}
+	}
 	if _, ok := logLevels[c.LogLevel]; !ok {
 		ps.add("RELAY_LOG_LEVEL", string(c.LogLevel), "must be trace, debug, info, warn or error")
 	}

@@ -103,6 +103,7 @@ func relayVars(name string) map[string]string {
 		"RELAY_INDEX_BUCKET":        name + "-index",
 		"RELAY_CHECKPOINT_INTERVAL": "200ms",
 		"RELAY_LOG_LEVEL":           "debug",
+		"RELAY_HTTP_ADDR":           "127.0.0.1:0",
 	}
 }
 

@@ -39,6 +39,15 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	log := newLogger(cfg, stderr)
 	ctx = log.WithContext(ctx)
 
+	ready := &readiness{}
+	if cfg.HTTPAddr != "" {
+		_, stopHealth, err := serveHealth(ctx, cfg.HTTPAddr, ready)
+		if err != nil {
+			return err
+		}
+		defer stopHealth()
+	}
+
 	kube, err := newKubeClients(cfg)
 	if err != nil {
 		return err
@@ -111,9 +120,16 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 			built[i].WithMirror(mirror)
 		}
 	}
+	rl := relay.New(built...)
+	ready.set(func() []string {
+		if !nc.IsConnected() {
+			return []string{"nats: " + nc.Status().String()}
+		}
+		return nil
+	}, rl.NotReady)
 	log.Info().Int("sources", len(built)).Str("stream", cfg.Stream).Str("bucket", cfg.CheckpointBucket).
 		Str("index_bucket", cfg.IndexBucket).Msg("relay started")
-	err = relay.New(built...).Run(ctx)
+	err = rl.Run(ctx)
 	log.Info().Msg("relay stopped")
 	if cause := context.Cause(ctx); errors.Is(cause, errNATSClosed) {
 		return cause

@@ -130,6 +130,7 @@ func run(ctx context.Context, full bool) (err error) {
 		"RELAY_STREAM=" + stream,
 		"RELAY_CHECKPOINT_BUCKET=" + bucket,
 		"RELAY_LOG_FORMAT=console",
+		"RELAY_HTTP_ADDR=127.0.0.1:0", // probes on a free port: the demo needs none
 		// The log goes to a file: no terminal colours (zerolog's console writer honours it).
 		"NO_COLOR=1",
 		// Skip the initial sync, so that only the demo's own changes become events.
