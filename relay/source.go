@@ -149,6 +149,7 @@ func (in *intake) list(ctx context.Context, origin event.Origin) (string, error)
 				if err := in.emitInferredDelete(ctx, key, prev); err != nil {
 					return "", err
 				}
+				published++
 				t = event.Added
 			case had:
 				t = event.Modified

@@ -21,6 +21,9 @@ import (
 	"github.com/kube-nats-relay/kube-nats-relay/event"
 )
 
+// publishRetryLogEvery is how many retries of one change pass between warnings about it.
+const publishRetryLogEvery = 10
+
 // Checkpointer loads and saves the resourceVersion a source resumes from.
 type Checkpointer interface {
 	// Load returns the saved resourceVersion, or ok=false when there is none.
@@ -197,7 +200,13 @@ func (s *Source) Run(ctx context.Context) error {
 
 	cp := newCheckpointSaver(s.ckpt, s.key, rv, s.cfg.CheckpointInterval)
 	p := newPipeline(s.pub, s.cfg.Buffer, s.cfg.MaxInflight, cp.advance, func(it *item, err error) {
-		log.Warn().Err(err).Str("subject", it.msg.Subject).Int("attempt", it.attempts).Msg("publish failed, retrying")
+		// The first failure of a change and every tenth retry are warnings; the rest are
+		// debug lines, so that an outage of minutes does not flood the log.
+		ev := log.Debug()
+		if it.attempts == 1 || it.attempts%publishRetryLogEvery == 0 {
+			ev = log.Warn()
+		}
+		ev.Err(err).Str("subject", it.current().Subject).Int("attempt", it.attempts).Msg("publish failed, retrying")
 	})
 	in := &intake{src: s, out: p.in, index: s.index, log: log}
 
