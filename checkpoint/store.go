@@ -2,6 +2,8 @@ package checkpoint
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,8 +16,9 @@ import (
 
 // Sentinel errors.
 var (
-	// ErrConflict means the key was written by someone else since this store last saw it.
-	ErrConflict = errors.New("checkpoint written concurrently by another relay")
+	// ErrConflict means the key was written by another writer since this store last saw it.
+	// It has a Conflict method, so callers can recognise it without importing this package.
+	ErrConflict error = conflictError{}
 	// ErrBucketUnusable means an existing bucket cannot hold checkpoints.
 	ErrBucketUnusable = errors.New("checkpoint bucket unusable")
 	// ErrInvalidKey means a key has characters a KV key cannot hold.
@@ -34,15 +37,24 @@ type Config struct {
 	Replicas int
 }
 
+type conflictError struct{}
+
+func (conflictError) Error() string  { return "checkpoint written concurrently by another relay" }
+func (conflictError) Conflict() bool { return true }
+
 // value is what a checkpoint key holds: JSON, so that fields can be added later.
 type value struct {
 	ResourceVersion string    `json:"resourceVersion"`
 	SavedAt         time.Time `json:"savedAt"`
+	// Writer identifies the store (one per relay process) that wrote the value, so that a
+	// write of ours whose ack was lost is told apart from another relay's.
+	Writer string `json:"writer,omitempty"`
 }
 
 // Store loads and saves checkpoints.
 type Store struct {
-	kv jetstream.KeyValue
+	kv     jetstream.KeyValue
+	writer string
 
 	mu        sync.Mutex
 	revisions map[string]uint64 // key -> KV revision last read or written here
@@ -65,7 +77,7 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Store, erro
 	if err != nil {
 		return nil, fmt.Errorf("open checkpoint bucket %s: %w", cfg.Bucket, err)
 	}
-	return &Store{kv: kv, revisions: make(map[string]uint64)}, nil
+	return &Store{kv: kv, writer: newWriterID(), revisions: make(map[string]uint64)}, nil
 }
 
 // Load returns the checkpoint saved under key, ok=false when there is none.
@@ -95,37 +107,45 @@ func (s *Store) Save(ctx context.Context, key, rv string) error {
 	if !validKey.MatchString(key) {
 		return fmt.Errorf("%w: %q", ErrInvalidKey, key)
 	}
-	data, err := json.Marshal(value{ResourceVersion: rv, SavedAt: time.Now().UTC()})
+	data, err := json.Marshal(value{ResourceVersion: rv, SavedAt: time.Now().UTC(), Writer: s.writer})
 	if err != nil {
 		return err
 	}
-	last, known := s.revision(key)
-	var rev uint64
-	switch {
-	case !known:
-		// Never loaded: whatever is there is somebody else's.
-		return fmt.Errorf("save checkpoint %q: load it first", key)
-	case last == 0:
-		rev, err = s.kv.Create(ctx, key, data)
-	default:
-		rev, err = s.kv.Update(ctx, key, data, last)
-	}
-	if errors.Is(err, jetstream.ErrKeyExists) {
-		// Either another writer, or our own earlier write whose ack was lost.
-		e, gerr := s.kv.Get(ctx, key)
-		if gerr == nil {
-			if v, derr := decode(e.Value()); derr == nil && v.ResourceVersion == rv {
-				s.setRevision(key, e.Revision())
-				return nil
-			}
+	// Two attempts: the second after adopting the revision of an earlier write of ours whose
+	// ack was lost.
+	for attempt := 0; attempt < 2; attempt++ {
+		last, known := s.revision(key)
+		var rev uint64
+		switch {
+		case !known:
+			// Never loaded: whatever is there is somebody else's.
+			return fmt.Errorf("save checkpoint %q: load it first", key)
+		case last == 0:
+			rev, err = s.kv.Create(ctx, key, data)
+		default:
+			rev, err = s.kv.Update(ctx, key, data, last)
 		}
-		return fmt.Errorf("save checkpoint %q at %s: %w", key, rv, ErrConflict)
+		if err == nil {
+			s.setRevision(key, rev)
+			return nil
+		}
+		if !errors.Is(err, jetstream.ErrKeyExists) {
+			return fmt.Errorf("save checkpoint %q at %s: %w", key, rv, err)
+		}
+		e, gerr := s.kv.Get(ctx, key)
+		if gerr != nil {
+			return fmt.Errorf("save checkpoint %q at %s: read back after conflict: %w", key, rv, gerr)
+		}
+		v, derr := decode(e.Value())
+		if derr != nil || v.Writer != s.writer {
+			return fmt.Errorf("save checkpoint %q at %s: %w", key, rv, ErrConflict)
+		}
+		s.setRevision(key, e.Revision())
+		if v.ResourceVersion == rv {
+			return nil
+		}
 	}
-	if err != nil {
-		return fmt.Errorf("save checkpoint %q at %s: %w", key, rv, err)
-	}
-	s.setRevision(key, rev)
-	return nil
+	return fmt.Errorf("save checkpoint %q at %s: %w", key, rv, ErrConflict)
 }
 
 func (s *Store) revision(key string) (uint64, bool) {
@@ -139,6 +159,12 @@ func (s *Store) setRevision(key string, rev uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.revisions[key] = rev
+}
+
+func newWriterID() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }
 
 func decode(b []byte) (value, error) {

@@ -81,8 +81,13 @@ func TestConcurrentWriterIsAConflict(t *testing.T) {
 	if err := a.Save(ctx, key, "10"); err != nil {
 		t.Fatalf("first writer: %v", err)
 	}
-	if err := b.Save(ctx, key, "9"); !errors.Is(err, ErrConflict) {
+	err = b.Save(ctx, key, "9")
+	if !errors.Is(err, ErrConflict) {
 		t.Fatalf("second writer: got %v, want ErrConflict", err)
+	}
+	var c interface{ Conflict() bool }
+	if !errors.As(err, &c) || !c.Conflict() {
+		t.Fatalf("second writer's error %v does not say Conflict()", err)
 	}
 	if rv, _, _ := b.Load(ctx, key); rv != "10" {
 		t.Fatalf("after conflict: got %q, want the first writer's 10", rv)
@@ -102,7 +107,7 @@ func TestWriteWithLostAckIsAdopted(t *testing.T) {
 	// The store's own write landed but its ack never arrived: the KV holds the value, the
 	// store still believes the key is absent.
 	kv, _ := js.KeyValue(ctx, bucket)
-	data, _ := json.Marshal(value{ResourceVersion: "42"})
+	data, _ := json.Marshal(value{ResourceVersion: "42", Writer: s.writer})
 	if _, err := kv.Put(ctx, key, data); err != nil {
 		t.Fatal(err)
 	}
@@ -111,6 +116,18 @@ func TestWriteWithLostAckIsAdopted(t *testing.T) {
 	}
 	if err := s.Save(ctx, key, "43"); err != nil {
 		t.Fatalf("next write: %v", err)
+	}
+	// Lost again, and the checkpoint moved on meanwhile: the landed write is ours, so the
+	// store adopts its revision and writes the newer value.
+	data, _ = json.Marshal(value{ResourceVersion: "44", Writer: s.writer})
+	if _, err := kv.Put(ctx, key, data); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Save(ctx, key, "45"); err != nil {
+		t.Fatalf("write after a lost one of ours: got %v, want nil", err)
+	}
+	if rv, _, _ := s.Load(ctx, key); rv != "45" {
+		t.Fatalf("after adopting: got %q, want 45", rv)
 	}
 }
 

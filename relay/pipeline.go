@@ -2,10 +2,14 @@ package relay
 
 import (
 	"context"
+	"errors"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/kube-nats-relay/kube-nats-relay/event"
 )
 
 const (
@@ -93,6 +97,33 @@ type pipeline struct {
 	advance func(rv string, urgent bool)
 	// onRetry is called for every failed publish attempt before its retry (for logging).
 	onRetry func(it *item, err error)
+
+	// failMu guards failSince and failErr: when publishing started failing without a
+	// success since, and the last error; read by status checks.
+	failMu    sync.Mutex
+	failSince time.Time
+	failErr   error
+}
+
+// failing returns since when publishes have been failing without a success, and the last
+// error; a nil error means the last publish succeeded.
+func (p *pipeline) failing() (time.Time, error) {
+	p.failMu.Lock()
+	defer p.failMu.Unlock()
+	return p.failSince, p.failErr
+}
+
+func (p *pipeline) noteResult(err error) {
+	p.failMu.Lock()
+	defer p.failMu.Unlock()
+	if err == nil {
+		p.failSince, p.failErr = time.Time{}, nil
+		return
+	}
+	if p.failErr == nil {
+		p.failSince = time.Now()
+	}
+	p.failErr = err
 }
 
 func newPipeline(pub Publisher, buffer, maxOutstanding int, advance func(string, bool), onRetry func(*item, error)) *pipeline {
@@ -118,6 +149,9 @@ func (p *pipeline) run(ctx context.Context, stop <-chan struct{}) error {
 		retries  = make(chan *item, p.maxOutstanding)
 		in       = p.in
 		stopping bool
+		// backingOff holds items waiting for their retry timer; on stop they are given up
+		// at once instead of holding the shutdown until their timers fire.
+		backingOff = make(map[*item]bool)
 	)
 	send := func(it *item) {
 		inflight++
@@ -140,7 +174,8 @@ func (p *pipeline) run(ctx context.Context, stop <-chan struct{}) error {
 		n := 0
 		for ; n < len(pending) && pending[n].done; n++ {
 			if pending[n].rv != "" {
-				last, urgent = pending[n].rv, pending[n].urgent
+				last = pending[n].rv
+				urgent = urgent || pending[n].urgent
 			}
 		}
 		if n == 0 {
@@ -194,16 +229,24 @@ func (p *pipeline) run(ctx context.Context, stop <-chan struct{}) error {
 			send(it)
 
 		case r := <-results:
+			p.noteResult(r.err)
 			if r.err != nil {
 				if stopping {
 					inflight--
 					continue
 				}
 				r.it.attempts++
+				if errors.Is(r.err, nats.ErrMaxPayload) && r.it.current() == r.it.msg && len(r.it.msg.Data) > 0 {
+					// The server's limit is lower than when the message was built (another
+					// node, a changed max_payload): send the reference without body.
+					r.it.msg.Data = nil
+					r.it.msg.Header.Set(event.HeaderBodyOmitted, event.BodyOmittedOversize)
+				}
 				if p.onRetry != nil {
 					p.onRetry(r.it, r.err)
 				}
 				it := r.it
+				backingOff[it] = true
 				time.AfterFunc(backoff(it.attempts), func() { retries <- it })
 				continue
 			}
@@ -229,6 +272,10 @@ func (p *pipeline) run(ctx context.Context, stop <-chan struct{}) error {
 			retire()
 
 		case it := <-retries:
+			if !backingOff[it] {
+				continue // given up at stop
+			}
+			delete(backingOff, it)
 			inflight--
 			if stopping {
 				continue
@@ -237,6 +284,8 @@ func (p *pipeline) run(ctx context.Context, stop <-chan struct{}) error {
 
 		case <-stopC:
 			stopping = true
+			inflight -= len(backingOff)
+			clear(backingOff)
 
 		case <-ctx.Done():
 			retire()

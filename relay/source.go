@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -33,6 +34,9 @@ const (
 	// the apiserver keeps only a small buffer per watcher and cuts slow ones anyway; releasing
 	// the watch spares it, and intake resumes from the last resourceVersion it handed on.
 	watchStallLimit = 10 * time.Second
+	// permanentBackoffMax caps the wait between retries of a resource the server refuses
+	// (forbidden, not found): a fixed RoleBinding or a re-created CRD is noticed within it.
+	permanentBackoffMax = 5 * time.Minute
 	// shortWatch is how long a watch must have lived for its end to count as normal; a watch
 	// that ends sooner without error is re-opened after a backoff, not at once.
 	shortWatch = time.Second
@@ -59,14 +63,18 @@ func (in *intake) run(ctx context.Context, rv string) error {
 	needList := rv == ""
 	origin := event.InitialSync
 	if !needList {
+		origin = event.Relist
 		in.log.Info().Str("rv", rv).Msg("resuming from checkpoint")
 	}
-	failures := 0
+	failures, permanentFailures := 0, 0
 	for ctx.Err() == nil {
 		var err error
 		if needList {
+			in.src.synced.Store(false)
 			rv, err = in.list(ctx, origin)
 			if err == nil {
+				// Only a completed list ends the initial sync: a 410 on an expired continue
+				// token restarts it with the same origin.
 				needList = false
 				origin = event.Relist
 			}
@@ -83,20 +91,33 @@ func (in *intake) run(ctx context.Context, rv string) error {
 			}
 		}
 		if err == nil {
-			failures = 0
+			failures, permanentFailures = 0, 0
+			in.src.watchErr.Store(nil)
 			continue
 		}
 		if ctx.Err() != nil {
 			return nil
 		}
+		in.src.synced.Store(false)
 		switch {
-		case apierrors.IsResourceExpired(err) || apierrors.IsGone(err):
+		case isExpired(err):
 			in.log.Info().Str("rv", rv).Err(err).Msg("resourceVersion expired, relisting")
-			needList, origin = true, event.Relist
+			needList = true
 			continue
-		case apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) || apierrors.IsNotFound(err) ||
-			apierrors.IsMethodNotSupported(err) || apierrors.IsBadRequest(err) || apierrors.IsInvalid(err):
-			return fmt.Errorf("%w: %s: %w", ErrPermanent, in.src.describe(), err)
+		case isPermanent(err):
+			// Forbidden, unknown resource (a deleted CRD): retrying soon cannot help, but an
+			// operator may fix RBAC or re-create the CRD, so retry slowly while reporting it.
+			permanentFailures++
+			perr := fmt.Errorf("%w: %s: %w", ErrPermanent, in.src.describe(), err)
+			in.src.watchErr.Store(&perr)
+			wait := permanentBackoff(permanentFailures)
+			in.log.Error().Err(err).Stringer("retry_in", wait).Msg("resource failing: the server refuses it")
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(wait):
+			}
+			continue
 		}
 		failures++
 		wait := watchBackoff(failures)
@@ -108,6 +129,32 @@ func (in *intake) run(ctx context.Context, rv string) error {
 		}
 	}
 	return nil
+}
+
+// isExpired reports a 410: the resourceVersion has left the server's history, by reason or,
+// from proxies and aggregated servers that set only the code, by status code.
+func isExpired(err error) bool {
+	if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+		return true
+	}
+	var status apierrors.APIStatus
+	return errors.As(err, &status) && status.Status().Code == http.StatusGone
+}
+
+// isPermanent reports errors that retrying soon cannot fix.
+func isPermanent(err error) bool {
+	return apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) || apierrors.IsNotFound(err) ||
+		apierrors.IsMethodNotSupported(err) || apierrors.IsBadRequest(err) || apierrors.IsInvalid(err)
+}
+
+// permanentBackoff is the wait before retrying a resource the server refuses: growing from
+// watchBackoffMax to permanentBackoffMax.
+func permanentBackoff(failures int) time.Duration {
+	d := watchBackoffMax
+	for i := 1; i < failures && d < permanentBackoffMax; i++ {
+		d *= 2
+	}
+	return min(d, permanentBackoffMax)
 }
 
 // list reads every object with a consistent read, page by page, and publishes the
@@ -142,7 +189,7 @@ func (in *intake) list(ctx context.Context, origin event.Origin) (string, error)
 			prev, had := known[key]
 			var t event.Type
 			switch {
-			case had && prev.UID == uid && !rvLess(prev.ResourceVersion, rv):
+			case had && prev.UID == uid && prev.ResourceVersion == rv:
 				continue // unchanged since published
 			case had && prev.UID != uid:
 				// Deleted and re-created under the same name while we could not watch.
@@ -158,7 +205,7 @@ func (in *intake) list(ctx context.Context, origin event.Origin) (string, error)
 			}
 			in.index.put(key, entry{UID: uid, ResourceVersion: rv})
 			if origin == event.InitialSync && !in.src.cfg.InitialSync {
-				if err := in.emitMirrorOnly(ctx, obj); err != nil {
+				if err := in.emitUnpublished(ctx, obj); err != nil {
 					return "", err
 				}
 				continue
@@ -181,7 +228,7 @@ func (in *intake) list(ctx context.Context, origin event.Origin) (string, error)
 			published++
 		}
 	}
-	if err := in.mark(ctx, listRV); err != nil {
+	if err := in.markUrgent(ctx, listRV); err != nil {
 		return "", err
 	}
 	in.log.Info().Str("origin", string(origin)).Int("objects", total).Int("published", published).
@@ -248,7 +295,7 @@ func (in *intake) watch(ctx context.Context, rv *string) (opened bool, err error
 func (in *intake) change(ctx context.Context, obj *unstructured.Unstructured, typ watch.EventType) error {
 	key := objectKey(obj)
 	uid, rv := string(obj.GetUID()), obj.GetResourceVersion()
-	if prev, ok := in.index.get(key); ok && prev.isReplay(uid, rv) {
+	if prev, ok := in.index.get(key); ok && (prev.isReplay(uid, rv) || rvLess(rv, prev.ResourceVersion)) {
 		in.log.Debug().Str("key", key).Str("rv", rv).Msg("replay suppressed")
 		return in.mark(ctx, rv)
 	}
@@ -289,17 +336,34 @@ func (in *intake) emit(ctx context.Context, obj *unstructured.Unstructured, t ev
 	}
 	in.log.Debug().Str("type", string(t)).Str("origin", string(origin)).Str("key", objectKey(obj)).
 		Str("rv", obj.GetResourceVersion()).Msg("event")
-	return in.send(ctx, &item{key: key, msg: msg, mirror: mirror, index: record, rv: checkpointRV})
+	return in.send(ctx, &item{key: key, msg: msg, mirror: withID(mirror, msg, "mirror"), index: withID(record, msg, "index"), rv: checkpointRV})
 }
 
-// emitMirrorOnly records obj in the state mirror without publishing an event (an initial
-// sync that skips publishing still fills the mirror).
-func (in *intake) emitMirrorOnly(ctx context.Context, obj *unstructured.Unstructured) error {
-	_, mirror, _ := in.src.message(obj, event.Added, event.InitialSync, false)
-	if mirror == nil {
+// withID gives a mirror or index record a message id derived from its event's, so that a copy
+// delivered late after a reconnect is dropped by the bucket's duplicate window instead of
+// overwriting a newer value.
+func withID(record, ev *nats.Msg, kind string) *nats.Msg {
+	if record == nil || ev == nil {
+		return record
+	}
+	if record.Header == nil {
+		record.Header = nats.Header{}
+	}
+	record.Header.Set(nats.MsgIdHdr, ev.Header.Get(nats.MsgIdHdr)+":"+kind)
+	return record
+}
+
+// emitUnpublished records obj in the durable index and the state mirror without publishing an
+// event: an initial sync that skips publishing still knows the objects, so that a later
+// relist neither re-announces them nor misses their deletes.
+func (in *intake) emitUnpublished(ctx context.Context, obj *unstructured.Unstructured) error {
+	ev, mirror, _ := in.src.message(obj, event.Added, event.InitialSync, false)
+	key := objectKey(obj)
+	it := &item{key: key, mirror: withID(mirror, ev, "mirror"), index: withID(in.src.record(key, string(obj.GetUID()), obj.GetResourceVersion()), ev, "index")}
+	if it.current() == nil {
 		return nil
 	}
-	return in.send(ctx, &item{key: objectKey(obj), mirror: mirror})
+	return in.send(ctx, it)
 }
 
 // emitInferredDelete queues a DELETED for an object that vanished while nobody watched: its
@@ -309,7 +373,7 @@ func (in *intake) emitInferredDelete(ctx context.Context, key string, prev entry
 	in.index.remove(key)
 	msg, mirror, _ := in.src.message(obj, event.Deleted, event.Relist, true)
 	in.log.Debug().Str("key", key).Str("uid", prev.UID).Msg("inferred delete")
-	return in.send(ctx, &item{key: key, msg: msg, mirror: mirror, index: in.src.record(key, "", "")})
+	return in.send(ctx, &item{key: key, msg: msg, mirror: withID(mirror, msg, "mirror"), index: withID(in.src.record(key, "", ""), msg, "index")})
 }
 
 func (in *intake) mark(ctx context.Context, rv string) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -20,6 +21,10 @@ import (
 
 	"github.com/kube-nats-relay/kube-nats-relay/event"
 )
+
+// publishStuckAfter is how long publishing may keep failing before the source reports not
+// ready: longer than a NATS leader election or restart.
+const publishStuckAfter = 30 * time.Second
 
 // publishRetryLogEvery is how many retries of one change pass between warnings about it.
 const publishRetryLogEvery = 10
@@ -103,10 +108,15 @@ type Source struct {
 	index  *index
 	now    func() time.Time
 
-	// synced is set once the source watches (after its first list, or on resuming).
+	// pipe is the running pipeline, for status.
+	pipe atomic.Pointer[pipeline]
+	// synced is set while the source watches (after its first list, or on resuming).
 	synced atomic.Bool
-	// failure holds the permanent error that stopped the source.
+	// failure holds the error that stopped the source.
 	failure atomic.Pointer[error]
+	// watchErr holds the permanent error (forbidden, resource gone) the source keeps
+	// retrying, nil while it is not failing.
+	watchErr atomic.Pointer[error]
 }
 
 // Status reports whether the source is watching, or why not.
@@ -114,8 +124,16 @@ func (s *Source) Status() (ready bool, reason string) {
 	if err := s.failure.Load(); err != nil {
 		return false, s.describe() + ": " + (*err).Error()
 	}
+	if err := s.watchErr.Load(); err != nil {
+		return false, s.describe() + ": " + (*err).Error()
+	}
 	if !s.synced.Load() {
-		return false, s.describe() + ": not synced yet"
+		return false, s.describe() + ": not watching (listing, or re-opening its watch)"
+	}
+	if p := s.pipe.Load(); p != nil {
+		if since, err := p.failing(); err != nil && time.Since(since) > publishStuckAfter {
+			return false, fmt.Sprintf("%s: publishing failing since %s: %v", s.describe(), since.Format(time.RFC3339), err)
+		}
 	}
 	return true, ""
 }
@@ -181,23 +199,14 @@ func (s *Source) Run(ctx context.Context) error {
 	log := lc.Logger()
 	ctx = log.WithContext(ctx)
 
-	rv, ok, err := s.ckpt.Load(ctx, s.key)
+	rv, err := s.load(ctx, log)
 	if err != nil {
-		return fmt.Errorf("load checkpoint %q: %w", s.key, err)
-	}
-	if !ok {
-		rv = ""
-	}
-	if s.objIdx != nil {
-		start := time.Now()
-		if err := s.objIdx.Load(ctx, s.key, func(object, uid, rv string) {
-			s.index.put(object, entry{UID: uid, ResourceVersion: rv})
-		}); err != nil {
-			return fmt.Errorf("load object index %q: %w", s.key, err)
-		}
-		log.Info().Int("objects", s.index.len()).Stringer("took", time.Since(start).Round(time.Millisecond)).Msg("object index loaded")
+		return nil // ctx ended while loading
 	}
 
+	// srcCtx ends with ctx, or when the checkpoint turns out to be written by someone else.
+	srcCtx, fail := context.WithCancelCause(ctx)
+	defer fail(nil)
 	cp := newCheckpointSaver(s.ckpt, s.key, rv, s.cfg.CheckpointInterval)
 	p := newPipeline(s.pub, s.cfg.Buffer, s.cfg.MaxInflight, cp.advance, func(it *item, err error) {
 		// The first failure of a change and every tenth retry are warnings; the rest are
@@ -208,39 +217,90 @@ func (s *Source) Run(ctx context.Context) error {
 		}
 		ev.Err(err).Str("subject", it.current().Subject).Int("attempt", it.attempts).Msg("publish failed, retrying")
 	})
+	s.pipe.Store(p)
 	in := &intake{src: s, out: p.in, index: s.index, log: log}
 
-	// Shutdown: intake ends with ctx; the pipeline then stops taking items and waits for
-	// what is in flight, bounded by the shutdown timeout; the saver writes last.
+	// Shutdown: intake ends with srcCtx; the pipeline then stops taking items and waits for
+	// what is in flight until the drain deadline (shutdown timeout less the final save's
+	// share, counted from when intake stopped); the saver writes last, with its own budget.
+	finalSave := min(finalSaveBudget, s.cfg.ShutdownTimeout/4)
+	drainBudget := s.cfg.ShutdownTimeout - finalSave
 	stop := make(chan struct{})
+	pipelineDone := make(chan struct{})
 	drainCtx, cancelDrain := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelDrain()
 	var g errgroup.Group
-	var intakeErr error
 	g.Go(func() error {
-		intakeErr = in.run(ctx, rv)
+		in.run(srcCtx, rv)
 		close(stop)
-		timer := time.AfterFunc(s.cfg.ShutdownTimeout, cancelDrain)
-		defer timer.Stop()
 		return nil
 	})
-	var pipeErr error
-	pipelineDone := make(chan struct{})
 	g.Go(func() error {
-		pipeErr = p.run(drainCtx, stop)
+		<-stop
+		deadline := time.NewTimer(drainBudget)
+		defer deadline.Stop()
+		select {
+		case <-deadline.C:
+			log.Warn().Stringer("after", drainBudget).Msg("shutdown: publishes still unacknowledged, giving up on them")
+			cancelDrain()
+		case <-pipelineDone:
+		}
+		return nil
+	})
+	g.Go(func() error {
+		_ = p.run(drainCtx, stop)
 		close(pipelineDone)
 		return nil
 	})
-	g.Go(func() error { return cp.run(ctx, drainCtx, pipelineDone, log) })
-	err = g.Wait()
-	if intakeErr != nil {
-		s.failure.Store(&intakeErr)
-		return intakeErr
+	g.Go(func() error { return cp.run(srcCtx, context.WithoutCancel(ctx), pipelineDone, finalSave, fail, log) })
+	_ = g.Wait()
+	if cause := context.Cause(srcCtx); cause != nil && ctx.Err() == nil {
+		err := fmt.Errorf("%w: %s: %w", ErrPermanent, s.describe(), cause)
+		s.failure.Store(&err)
+		return err
 	}
-	if pipeErr != nil && ctx.Err() == nil {
-		return pipeErr
+	return nil
+}
+
+// load reads the checkpoint and the object index, retrying until ctx ends (NATS may be
+// electing a leader or restarting). It returns the resourceVersion to resume from, empty
+// without a checkpoint.
+func (s *Source) load(ctx context.Context, log zerolog.Logger) (string, error) {
+	for failures := 1; ; failures++ {
+		rv, err := s.loadOnce(ctx, log)
+		if err == nil || ctx.Err() != nil {
+			return rv, err
+		}
+		wait := watchBackoff(failures)
+		log.Warn().Err(err).Stringer("retry_in", wait).Msg("loading checkpoint and index failed, retrying")
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(wait):
+		}
 	}
-	return err
+}
+
+func (s *Source) loadOnce(ctx context.Context, log zerolog.Logger) (string, error) {
+	rv, ok, err := s.ckpt.Load(ctx, s.key)
+	if err != nil {
+		return "", fmt.Errorf("load checkpoint %q: %w", s.key, err)
+	}
+	if !ok {
+		rv = ""
+	}
+	if s.objIdx != nil {
+		start := time.Now()
+		loaded := newIndex()
+		if err := s.objIdx.Load(ctx, s.key, func(object, uid, rv string) {
+			loaded.put(object, entry{UID: uid, ResourceVersion: rv})
+		}); err != nil {
+			return "", fmt.Errorf("load object index %q: %w", s.key, err)
+		}
+		s.index = loaded
+		log.Info().Int("objects", s.index.len()).Stringer("took", time.Since(start).Round(time.Millisecond)).Msg("object index loaded")
+	}
+	return rv, nil
 }
 
 // message builds the JetStream message for a change of obj, and the state mirror's record of
@@ -344,6 +404,9 @@ type checkpointSaver struct {
 	saved  string
 }
 
+// finalSaveBudget is the share of the shutdown timeout kept for writing the final checkpoint.
+const finalSaveBudget = time.Second
+
 func newCheckpointSaver(ckpt Checkpointer, key, saved string, interval time.Duration) *checkpointSaver {
 	return &checkpointSaver{ckpt: ckpt, key: key, interval: interval, latest: saved, saved: saved, urgent: make(chan struct{}, 1)}
 }
@@ -361,33 +424,52 @@ func (c *checkpointSaver) advance(rv string, urgent bool) {
 	}
 }
 
-func (c *checkpointSaver) run(ctx, drainCtx context.Context, pipelineDone <-chan struct{}, log zerolog.Logger) error {
+// ConflictError is implemented by a Checkpointer's error when the checkpoint was written by
+// another writer: the source stops rather than fight over it.
+type ConflictError interface {
+	error
+	Conflict() bool
+}
+
+func (c *checkpointSaver) run(ctx, base context.Context, pipelineDone <-chan struct{}, finalBudget time.Duration, fail context.CancelCauseFunc, log zerolog.Logger) error {
 	tick := time.NewTicker(c.interval)
 	defer tick.Stop()
-	save := func(ctx context.Context) {
+	save := func(ctx context.Context) bool {
 		c.mu.Lock()
 		rv := c.latest
 		c.mu.Unlock()
 		if rv == c.saved || rv == "" {
-			return
+			return true
 		}
 		if err := c.ckpt.Save(ctx, c.key, rv); err != nil {
+			var conflict ConflictError
+			if errors.As(err, &conflict) && conflict.Conflict() {
+				log.Error().Err(err).Str("rv", rv).Msg("checkpoint written by another relay: stopping this resource")
+				fail(err)
+				return false
+			}
 			log.Warn().Err(err).Str("rv", rv).Msg("save checkpoint failed, will retry")
-			return
+			return false
 		}
 		c.saved = rv
 		log.Debug().Str("rv", rv).Msg("checkpoint saved")
+		return true
 	}
 	for {
 		select {
 		case <-pipelineDone:
-			save(drainCtx)
-			log.Info().Str("rv", c.saved).Msg("final checkpoint")
+			fctx, cancel := context.WithTimeout(base, finalBudget)
+			defer cancel()
+			if save(fctx) {
+				log.Info().Str("rv", c.saved).Msg("final checkpoint")
+			} else {
+				log.Warn().Str("rv", c.saved).Msg("final checkpoint not saved; the next start resumes from the last saved one")
+			}
 			return nil
 		case <-tick.C:
-			save(drainCtx)
+			save(base)
 		case <-c.urgent:
-			save(drainCtx)
+			save(base)
 		}
 	}
 }

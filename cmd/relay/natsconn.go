@@ -24,6 +24,11 @@ const (
 	// reconnectBufSize buffers publishes made while disconnected (nats.go's default is 8 MiB);
 	// publishes beyond it fail and are retried by the pipeline.
 	reconnectBufSize = 32 << 20
+	// pingInterval and maxPingsOutstanding detect a server that died without closing the
+	// connection within about 30s (the client's defaults take minutes, during which every
+	// publish times out and readiness would stay green).
+	pingInterval        = 10 * time.Second
+	maxPingsOutstanding = 3
 	// drainTimeout bounds the final drain at shutdown; the pipeline has already waited for
 	// its acks, so there is little left to flush.
 	drainTimeout = time.Second
@@ -67,6 +72,8 @@ func connectNATS(ctx context.Context, cfg Config, lost context.CancelCauseFunc) 
 		nats.ReconnectBufSize(reconnectBufSize),
 		nats.RetryOnFailedConnect(true),
 		nats.DrainTimeout(drainTimeout),
+		nats.PingInterval(pingInterval),
+		nats.MaxPingsOutstanding(maxPingsOutstanding),
 		nats.DisconnectErrHandler(func(nc *nats.Conn, err error) {
 			if err != nil { // nil when we close the connection ourselves
 				log.Warn().Err(err).Msg("nats disconnected")

@@ -79,7 +79,7 @@ func TestForbiddenResourceStopsAloneAndNamesThePermission(t *testing.T) {
 	vars["RELAY_RESOURCES"] = "secrets,configmaps"
 	vars["RELAY_NAMESPACES"] = name
 	r := startRelay(t, vars)
-	waitOutput(t, r, "resource stopped", `cannot list resource \"secrets\"`)
+	waitOutput(t, r, "resource failing", `cannot list resource \"secrets\"`)
 
 	// ConfigMaps keep flowing.
 	if _, err := cs.CoreV1().ConfigMaps(name).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "still-flowing"}}, metav1.CreateOptions{}); err != nil {
@@ -124,7 +124,7 @@ func TestDeletedCRDStopsItsResourceOnly(t *testing.T) {
 	if err := dyn.Resource(crdGVR).Delete(ctx, "gadgets."+group, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitOutput(t, r, "resource stopped", "gadgets.v1."+group)
+	waitOutput(t, r, "resource failing", "gadgets.v1."+group)
 
 	if _, err := cs.CoreV1().ConfigMaps(name).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "after-crd-delete"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
