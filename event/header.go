@@ -23,6 +23,10 @@ const (
 	// HeaderCETime is the CloudEvents time (RFC 3339, UTC) at which the relay
 	// observed the change. It is absent when the time is unknown.
 	HeaderCETime = "ce-time"
+	// HeaderCEDataContentType is the CloudEvents datacontenttype, ContentTypeJSON: the NATS
+	// protocol binding carries it as ce-datacontenttype; Content-Type says the same for
+	// readers that look there.
+	HeaderCEDataContentType = "ce-datacontenttype"
 	// HeaderContentType is the media type of the body, ContentTypeJSON.
 	HeaderContentType = "Content-Type"
 

@@ -120,6 +120,7 @@ func (m Meta) Header() nats.Header {
 		h.Set(HeaderCETime, m.Time.UTC().Format(time.RFC3339Nano))
 	}
 	h.Set(HeaderContentType, ContentTypeJSON)
+	h.Set(HeaderCEDataContentType, ContentTypeJSON)
 	h.Set(HeaderKind, m.Kind)
 	h.Set(HeaderAPIVersion, m.APIVersion())
 	h.Set(HeaderGroup, m.Group)

@@ -27,10 +27,17 @@ const publishAsyncTimeout = 10 * time.Second
 // *ConfigError before anything is published.
 func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if len(args) > 1 {
-		if args[1] == "-h" || args[1] == "--help" || args[1] == "help" {
-			return usage(stderr)
+		switch args[1] {
+		case "-h", "--help", "help":
+			if err := usage(stderr); err != nil {
+				return err
+			}
+			fmt.Fprintln(stderr, "\nrelay tail [flags] follows the stream and prints one line per event (relay tail --help).")
+			return nil
+		case tailCommand:
+			return runTail(ctx, args[2:], os.Stdout, stderr)
 		}
-		return &ConfigError{Problems: []Problem{{Var: "argument", Value: args[1], Reason: "the relay takes no arguments; it is configured through environment variables (relay --help lists them)"}}}
+		return &ConfigError{Problems: []Problem{{Var: "argument", Value: args[1], Reason: "the relay takes no arguments but the tail subcommand; it is configured through environment variables (relay --help lists them)"}}}
 	}
 	cfg, err := loadConfig()
 	if err != nil {

@@ -1,0 +1,384 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/kelseyhightower/envconfig"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/kube-nats-relay/kube-nats-relay/consumer"
+	"github.com/kube-nats-relay/kube-nats-relay/event"
+)
+
+// tailCommand is the subcommand that follows the stream: `relay tail [flags]`.
+const tailCommand = "tail"
+
+const (
+	// tailDefaultServer is where a local relay's embedded nats-server listens.
+	tailDefaultServer = "nats://127.0.0.1:4222"
+	// tailConnectTimeout bounds the first connection: a tail pointed at the wrong server
+	// says so at once instead of waiting.
+	tailConnectTimeout = 5 * time.Second
+	// tailErrorPause follows an error of the message iterator, so that one that persists
+	// (the server away) is reported about ten times a second rather than in a busy loop.
+	tailErrorPause = 100 * time.Millisecond
+	// tailTimeFormat is the time column: local time to the millisecond, with the date, since
+	// --all and --since show events of other days.
+	tailTimeFormat = "2006-01-02 15:04:05.000"
+)
+
+// tailEnv is what relay tail reads from the environment: the default server and the NATS
+// credentials the relay itself uses.
+type tailEnv struct {
+	NATSURL      string `envconfig:"NATS_URL"`
+	NATSUser     string `envconfig:"RELAY_NATS_USER"`
+	NATSPassword Secret `envconfig:"RELAY_NATS_PASSWORD"`
+	NATSToken    Secret `envconfig:"RELAY_NATS_TOKEN"`
+	NATSCreds    string `envconfig:"RELAY_NATS_CREDS"`
+	NATSNKey     string `envconfig:"RELAY_NATS_NKEY"`
+	NATSTLSCA    string `envconfig:"RELAY_NATS_TLS_CA"`
+	NATSTLSCert  string `envconfig:"RELAY_NATS_TLS_CERT"`
+	NATSTLSKey   string `envconfig:"RELAY_NATS_TLS_KEY"`
+}
+
+// tailOptions is a parsed relay tail command line.
+type tailOptions struct {
+	server, stream string
+	filter         event.Filter
+	// deliver and start say where in the stream to begin.
+	deliver jetstream.DeliverPolicy
+	start   *time.Time
+	// from describes the start position for the status line.
+	from string
+	json bool
+}
+
+// runTail follows the relay's stream and prints one line (or JSON object) per event on
+// stdout until ctx ends. Flag problems come back as a *ConfigError.
+func runTail(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var env tailEnv
+	if err := envconfig.Process("", &env); err != nil {
+		return fmt.Errorf("read environment: %w", err)
+	}
+	o, err := parseTail(args, env, time.Now(), stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	nc, err := connectTail(o.server, env)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return fmt.Errorf("jetstream: %w", err)
+	}
+	if _, err := js.Stream(ctx, o.stream); err != nil {
+		return fmt.Errorf("stream %s on %s: %w", o.stream, redactURL(o.server), err)
+	}
+	cons, err := js.OrderedConsumer(ctx, o.stream, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{o.filter.String()},
+		DeliverPolicy:  o.deliver,
+		OptStartTime:   o.start,
+		// The text line needs only the headers; the bodies stay on the server.
+		HeadersOnly: !o.json,
+	})
+	if err != nil {
+		return fmt.Errorf("ordered consumer on %s: %w", o.stream, err)
+	}
+	it, err := cons.Messages()
+	if err != nil {
+		return fmt.Errorf("consume %s: %w", o.stream, err)
+	}
+	defer it.Stop()
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-ctx.Done():
+			it.Stop() // Next returns ErrMsgIteratorClosed
+		case <-done:
+		}
+	}()
+	fmt.Fprintf(stderr, "relay tail: following stream %s on %s, subjects %s, %s\n",
+		o.stream, redactURL(o.server), o.filter, o.from)
+
+	p := tailPrinter{w: stdout, json: o.json, cluster: o.filter.Cluster == "", loc: time.Local}
+	if err := p.header(); err != nil {
+		return err
+	}
+	for {
+		msg, err := it.Next()
+		if errors.Is(err, jetstream.ErrMsgIteratorClosed) || ctx.Err() != nil {
+			return nil
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "relay tail: %v\n", err)
+			time.Sleep(tailErrorPause)
+			continue
+		}
+		e, err := consumer.Decode(msg)
+		if err != nil {
+			fmt.Fprintf(stderr, "relay tail: skip a message that is not a relay event: %v\n", err)
+			continue
+		}
+		if err := p.print(e); err != nil {
+			return fmt.Errorf("write: %w", err)
+		}
+	}
+}
+
+// parseTail parses the flags of relay tail; now anchors a --since duration. It returns
+// flag.ErrHelp after printing the usage for -h.
+func parseTail(args []string, env tailEnv, now time.Time, stderr io.Writer) (tailOptions, error) {
+	server := env.NATSURL
+	if server == "" {
+		server = tailDefaultServer
+	}
+	var o tailOptions
+	var prefix, resource, typ, since string
+	var all bool
+	fs := flag.NewFlagSet("relay tail", flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // errors come back as a ConfigError; usage only for -h
+	fs.StringVar(&o.server, "server", server, "NATS server URLs, comma-separated; $NATS_URL when set")
+	fs.StringVar(&o.stream, "stream", "KUBE", "the relay's stream (RELAY_STREAM)")
+	fs.StringVar(&prefix, "prefix", "kube", "the relay's subject prefix (RELAY_SUBJECT_PREFIX)")
+	fs.StringVar(&o.filter.Cluster, "cluster", "", "only this cluster (RELAY_CLUSTER); empty: every cluster")
+	fs.StringVar(&resource, "resource", "", "only this resource, as kubectl writes it: pods, deployments.apps, widgets.example.com")
+	fs.StringVar(&o.filter.Namespace, "namespace", "", "only this namespace")
+	fs.StringVar(&o.filter.Name, "name", "", "only objects of this name")
+	fs.StringVar(&typ, "type", "", "only this event type: added, modified or deleted")
+	fs.StringVar(&since, "since", "", "start with events stored this long ago (10m) or since this RFC 3339 time")
+	fs.BoolVar(&all, "all", false, "start with the first event in the stream (default: from now)")
+	fs.BoolVar(&o.json, "json", false, "print one JSON object per event, body included")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "relay tail: follow the relay's stream and print one line per event.")
+		fmt.Fprintln(stderr, "NATS credentials come from the relay's RELAY_NATS_* variables.")
+		fmt.Fprintln(stderr, "Flags:")
+		fs.SetOutput(stderr)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return tailOptions{}, err // Parse has printed the usage
+		}
+		return tailOptions{}, &ConfigError{Problems: []Problem{{Var: "argument", Value: strings.Join(args, " "),
+			Reason: err.Error() + " (relay tail --help lists the flags)"}}}
+	}
+
+	var ps problems
+	if fs.NArg() > 0 {
+		ps.add("argument", fs.Arg(0), "relay tail takes only flags (relay tail --help lists them)")
+	}
+	if strings.TrimSpace(o.server) == "" {
+		ps.add("--server", o.server, "empty: give the NATS server URL")
+	}
+	if o.stream == "" {
+		ps.add("--stream", o.stream, "empty: give the relay's stream name")
+	}
+	o.filter.Prefix = prefix
+	if err := event.ValidatePrefix(prefix); err != nil {
+		ps.add("--prefix", prefix, err.Error())
+	}
+	if resource != "" {
+		spec, err := parseResourceSpec(resource)
+		if err != nil {
+			ps.add("--resource", resource, err.Error())
+		}
+		o.filter.Resource, o.filter.Version, o.filter.Group = spec.Resource, spec.Version, spec.Group
+	}
+	if typ != "" {
+		t, err := event.ParseType(typ)
+		if err != nil {
+			ps.add("--type", typ, "want added, modified or deleted")
+		}
+		o.filter.Type = t
+	}
+
+	o.deliver, o.from = jetstream.DeliverNewPolicy, "from now"
+	switch {
+	case all && since != "":
+		ps.add("--since", since, "--all and --since exclude each other")
+	case all:
+		o.deliver, o.from = jetstream.DeliverAllPolicy, "from the first event"
+	case since != "":
+		start, err := parseSince(since, now)
+		if err != nil {
+			ps.add("--since", since, err.Error())
+		}
+		o.deliver, o.start, o.from = jetstream.DeliverByStartTimePolicy, &start, "since "+start.Format(time.RFC3339)
+	}
+	if err := ps.err(); err != nil {
+		return tailOptions{}, err
+	}
+	return o, nil
+}
+
+// parseSince reads a positive duration before now, or an RFC 3339 time.
+func parseSince(s string, now time.Time) (time.Time, error) {
+	if d, err := time.ParseDuration(s); err == nil {
+		if d <= 0 {
+			return time.Time{}, errors.New("want a positive duration")
+		}
+		return now.Add(-d), nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, errors.New("want a duration (10m, 2h) or an RFC 3339 time (2026-01-02T15:04:05Z)")
+	}
+	return t, nil
+}
+
+// connectTail connects with the relay's NATS credentials. It does not wait for a server that
+// is not there; once connected it reconnects for as long as it runs.
+func connectTail(server string, env tailEnv) (*nats.Conn, error) {
+	opts := []nats.Option{
+		nats.Name("kube-nats-relay-tail"),
+		nats.Timeout(tailConnectTimeout),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(reconnectWait),
+	}
+	switch {
+	case env.NATSUser != "":
+		opts = append(opts, nats.UserInfo(env.NATSUser, string(env.NATSPassword)))
+	case env.NATSToken != "":
+		opts = append(opts, nats.Token(string(env.NATSToken)))
+	case env.NATSCreds != "":
+		opts = append(opts, nats.UserCredentials(env.NATSCreds))
+	case env.NATSNKey != "":
+		opt, err := nats.NkeyOptionFromSeed(env.NATSNKey)
+		if err != nil {
+			return nil, &ConfigError{Problems: []Problem{{Var: "RELAY_NATS_NKEY", Value: env.NATSNKey, Reason: err.Error()}}}
+		}
+		opts = append(opts, opt)
+	}
+	if env.NATSTLSCA != "" {
+		opts = append(opts, nats.RootCAs(env.NATSTLSCA))
+	}
+	if env.NATSTLSCert != "" {
+		opts = append(opts, nats.ClientCert(env.NATSTLSCert, env.NATSTLSKey))
+	}
+	nc, err := nats.Connect(server, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("connect to nats %s: %w", redactURL(server), err)
+	}
+	return nc, nil
+}
+
+// tailPrinter writes events as aligned lines, or as JSON objects.
+type tailPrinter struct {
+	w    io.Writer
+	json bool
+	// cluster adds a cluster column, when events of every cluster are shown.
+	cluster bool
+	loc     *time.Location
+}
+
+// tailRecord is the --json form of an event.
+type tailRecord struct {
+	Subject           string          `json:"subject"`
+	Sequence          uint64          `json:"sequence"`
+	Stored            *time.Time      `json:"stored,omitempty"`
+	ID                string          `json:"id"`
+	Time              *time.Time      `json:"time,omitempty"`
+	Type              event.Type      `json:"type"`
+	Origin            event.Origin    `json:"origin"`
+	Cluster           string          `json:"cluster"`
+	Group             string          `json:"group"`
+	Version           string          `json:"version"`
+	Resource          string          `json:"resource"`
+	Kind              string          `json:"kind"`
+	Namespace         string          `json:"namespace,omitempty"`
+	Name              string          `json:"name"`
+	UID               string          `json:"uid"`
+	ResourceVersion   string          `json:"resourceVersion"`
+	BodyOmitted       string          `json:"bodyOmitted,omitempty"`
+	FinalStateUnknown bool            `json:"finalStateUnknown,omitempty"`
+	Object            json.RawMessage `json:"object,omitempty"`
+}
+
+// header writes the column titles (none for JSON).
+func (p tailPrinter) header() error {
+	if p.json {
+		return nil
+	}
+	_, err := fmt.Fprintln(p.w, p.columns("TIME", "TYPE", "CLUSTER", "RESOURCE", "OBJECT", "RV", "ORIGIN"))
+	return err
+}
+
+func (p tailPrinter) print(e consumer.Event) error {
+	if p.json {
+		enc := json.NewEncoder(p.w)
+		enc.SetEscapeHTML(false) // the object as the API server wrote it
+		return enc.Encode(record(e))
+	}
+	_, err := fmt.Fprintln(p.w, p.line(e))
+	return err
+}
+
+// line is the text form of e: time, type, resource, namespace/name, resourceVersion, origin,
+// and a note when the body was left out or the final state is unknown.
+func (p tailPrinter) line(e consumer.Event) string {
+	when := e.Time
+	if when.IsZero() {
+		when = e.Stored
+	}
+	ts := "-"
+	if !when.IsZero() {
+		ts = when.In(p.loc).Format(tailTimeFormat)
+	}
+	resource := e.Resource
+	if e.Group != "" {
+		resource += "." + e.Group
+	}
+	object := e.Name
+	if e.Namespace != "" {
+		object = e.Namespace + "/" + e.Name
+	}
+	line := p.columns(ts, string(e.Type), e.Cluster, resource, object, e.ResourceVersion, string(e.Origin))
+	if e.BodyOmitted != "" {
+		line += "  (body omitted: " + e.BodyOmitted + ")"
+	}
+	if e.FinalStateUnknown {
+		line += "  (final state unknown)"
+	}
+	return line
+}
+
+// columns aligns one line; the cluster column is left out when one cluster is followed.
+func (p tailPrinter) columns(ts, typ, cluster, resource, object, rv, origin string) string {
+	if p.cluster {
+		return fmt.Sprintf("%-23s  %-8s  %-12s  %-20s  %-32s  %-8s  %s", ts, typ, cluster, resource, object, rv, origin)
+	}
+	return fmt.Sprintf("%-23s  %-8s  %-20s  %-32s  %-8s  %s", ts, typ, resource, object, rv, origin)
+}
+
+func record(e consumer.Event) tailRecord {
+	r := tailRecord{
+		Subject: e.Subject(e.Prefix).String(), Sequence: e.Sequence, ID: e.ID(),
+		Type: e.Type, Origin: e.Origin, Cluster: e.Cluster, Group: e.Group, Version: e.Version,
+		Resource: e.Resource, Kind: e.Kind, Namespace: e.Namespace, Name: e.Name, UID: e.UID,
+		ResourceVersion: e.ResourceVersion, BodyOmitted: e.BodyOmitted,
+		FinalStateUnknown: e.FinalStateUnknown, Object: e.Object,
+	}
+	if !e.Time.IsZero() {
+		t := e.Time
+		r.Time = &t
+	}
+	if !e.Stored.IsZero() {
+		t := e.Stored.UTC()
+		r.Stored = &t
+	}
+	return r
+}

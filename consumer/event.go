@@ -1,0 +1,125 @@
+package consumer
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/kube-nats-relay/kube-nats-relay/event"
+)
+
+// finalStateUnknownValue is the only value the relay writes in k8s-final-state-unknown.
+const finalStateUnknownValue = "true"
+
+// Event is one change of one Kubernetes object as the relay published it.
+//
+// The embedded event.Meta holds the facts of the subject and headers: Cluster, Group,
+// Version, Resource, Kind, Namespace ("" when cluster-scoped), Name, UID, ResourceVersion,
+// Type (added, modified, deleted), Origin (live, initial-sync, relist) and Time (when the
+// relay observed the change; zero when unknown). Its methods give the event id (ID, the
+// message's Nats-Msg-Id and ce-id), GroupVersionResource, GroupVersionKind, APIVersion and
+// Subject.
+type Event struct {
+	event.Meta
+	// Prefix is the subject prefix the event was published under, e.g. "kube", so that
+	// e.Subject(e.Prefix) is the message's subject.
+	Prefix string
+	// Sequence is the message's stream sequence; 0 when the message did not come from a
+	// JetStream stream (a core NATS subscription).
+	Sequence uint64
+	// Stored is when the stream stored the message; zero when unknown.
+	Stored time.Time
+	// Object is the body: the object's JSON, as the relay shaped it (managedFields removed).
+	// It is nil when the relay left the body out (BodyOmitted) or the consumer asked for
+	// headers only. Decode it with DecodeObject.
+	Object json.RawMessage
+	// BodyOmitted says why the relay left the body out, e.g. event.BodyOmittedOversize; ""
+	// when the body is there. The subject and headers still identify the change: read the
+	// object from the API server if it is needed.
+	BodyOmitted string
+	// FinalStateUnknown marks a delete the relay inferred from a relist (Origin relist): the
+	// object vanished while nobody watched, so Object holds only apiVersion, kind and the
+	// name, namespace, uid and resourceVersion of the last state published.
+	FinalStateUnknown bool
+}
+
+// Decode returns the Event a JetStream message carries, with its stream sequence and time.
+// Errors wrap ErrInvalidEvent: the message is not a relay event, and redelivering it will not
+// help.
+func Decode(msg jetstream.Msg) (Event, error) {
+	e, err := decode(msg.Subject(), msg.Headers(), msg.Data())
+	if err != nil {
+		return Event{}, err
+	}
+	if md, err := msg.Metadata(); err == nil {
+		e.Sequence, e.Stored = md.Sequence.Stream, md.Timestamp
+	}
+	return e, nil
+}
+
+// DecodeMsg is Decode for a *nats.Msg: one from a core NATS subscription (Sequence is then
+// 0), or one delivered by nats.go's older JetStream API (with its stream sequence).
+func DecodeMsg(msg *nats.Msg) (Event, error) {
+	e, err := decode(msg.Subject, msg.Header, msg.Data)
+	if err != nil {
+		return Event{}, err
+	}
+	if md, err := msg.Metadata(); err == nil {
+		e.Sequence, e.Stored = md.Sequence.Stream, md.Timestamp
+	}
+	return e, nil
+}
+
+// DecodeRaw is Decode for a message read directly from a stream (jetstream.Stream.GetMsg,
+// GetLastMsgForSubject).
+func DecodeRaw(msg *jetstream.RawStreamMsg) (Event, error) {
+	e, err := decode(msg.Subject, msg.Header, msg.Data)
+	if err != nil {
+		return Event{}, err
+	}
+	e.Sequence, e.Stored = msg.Sequence, msg.Time
+	return e, nil
+}
+
+// decode checks the headers and the subject against each other and fills an Event.
+func decode(subject string, h nats.Header, data []byte) (Event, error) {
+	m, err := event.MetaFromHeader(h)
+	if err != nil {
+		return Event{}, fmt.Errorf("decode event on %q: %w: %w", subject, ErrInvalidEvent, err)
+	}
+	prefix, err := subjectPrefix(subject, m)
+	if err != nil {
+		return Event{}, fmt.Errorf("decode event on %q: %w: %w", subject, ErrInvalidEvent, err)
+	}
+	e := Event{
+		Meta:              m,
+		Prefix:            prefix,
+		BodyOmitted:       h.Get(event.HeaderBodyOmitted),
+		FinalStateUnknown: h.Get(event.HeaderFinalStateUnknown) == finalStateUnknownValue,
+	}
+	if e.BodyOmitted == "" && len(data) > 0 {
+		e.Object = json.RawMessage(data)
+	}
+	return e, nil
+}
+
+// subjectPrefix returns the prefix under which subject is the subject m describes. Every
+// token after the prefix is determined by m, so the subject either ends with exactly those
+// tokens after a valid prefix, or does not belong to these headers.
+func subjectPrefix(subject string, m event.Meta) (string, error) {
+	// A one-token placeholder prefix yields every token after it, with the leading dot.
+	const placeholder = "p"
+	tail := strings.TrimPrefix(m.Subject(placeholder).String(), placeholder)
+	prefix, ok := strings.CutSuffix(subject, tail)
+	if !ok {
+		return "", fmt.Errorf("subject does not match the headers, want <prefix>%s: %w", tail, event.ErrInvalidSubject)
+	}
+	if err := event.ValidatePrefix(prefix); err != nil {
+		return "", fmt.Errorf("subject prefix: %w: %w", event.ErrInvalidSubject, err)
+	}
+	return prefix, nil
+}

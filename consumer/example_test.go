@@ -1,0 +1,110 @@
+package consumer_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"os"
+	"os/signal"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kube-nats-relay/kube-nats-relay/consumer"
+	"github.com/kube-nats-relay/kube-nats-relay/event"
+)
+
+func ExampleDecodeObject() {
+	// A message as the relay publishes it (here built in place of one received).
+	msg := relayMsg("kube", configMapMeta, configMapBody)
+
+	e, err := consumer.DecodeMsg(msg)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	cm, err := consumer.DecodeObject[*corev1.ConfigMap](e)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(e.Type, e.GroupVersionResource().Resource, e.Namespace+"/"+e.Name, e.ResourceVersion, e.Origin)
+	fmt.Println(len(cm.Data["ca.crt"]), "byte of ca.crt")
+	// Output:
+	// modified configmaps kube-system/kube-root-ca.crt 215 live
+	// 1 byte of ca.crt
+}
+
+func ExampleResourceFilter() {
+	deletes := consumer.ResourceFilter("kube", "prod", schema.GroupResource{Group: "apps", Resource: "deployments"})
+	deletes.Type = event.Deleted
+	configMaps := consumer.ResourceFilter("kube", "prod", schema.GroupResource{Resource: "configmaps"})
+	configMaps.Namespace = "kube-system"
+	subjects, err := consumer.Subjects(deletes, configMaps)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, s := range subjects {
+		fmt.Println(s)
+	}
+	// Output:
+	// kube.prod.apps.*.deployments.*.*.deleted
+	// kube.prod.core.*.configmaps.kube-system.*.*
+}
+
+// Every Deployment change of cluster prod, through a durable consumer that resumes where the
+// service stopped.
+func ExampleDurable() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	nc, err := nats.Connect(os.Getenv("NATS_URL"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		log.Fatal(err)
+	}
+	filters, err := consumer.Subjects(consumer.ResourceFilter("kube", "prod", schema.GroupResource{Group: "apps", Resource: "deployments"}))
+	if err != nil {
+		log.Fatal(err)
+	}
+	cons, err := consumer.Durable(ctx, js, "KUBE", "deploywatch", filters)
+	if err != nil {
+		log.Fatal(err)
+	}
+	cc, err := cons.Consume(func(msg jetstream.Msg) {
+		e, err := consumer.Decode(msg)
+		if err != nil {
+			log.Printf("not a relay event: %v", err)
+			_ = msg.Term() // redelivering it would not help
+			return
+		}
+		// e.ID() is the same for every copy of this change: skip it if already handled.
+		d, err := consumer.DecodeObject[*appsv1.Deployment](e)
+		switch {
+		case errors.Is(err, consumer.ErrNoObject):
+			log.Printf("%s %s/%s: %v; read it from the API server if needed", e.Type, e.Namespace, e.Name, err)
+		case err != nil:
+			log.Printf("decode %s: %v", msg.Subject(), err)
+			_ = msg.Term()
+			return
+		case e.FinalStateUnknown:
+			log.Printf("deleted %s/%s while the relay could not watch", e.Namespace, e.Name)
+		default:
+			log.Printf("%s %s/%s rv %s: %d replicas wanted", e.Type, e.Namespace, e.Name, e.ResourceVersion, *d.Spec.Replicas)
+		}
+		_ = msg.Ack() // after the work is done
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer cc.Stop()
+	<-ctx.Done()
+}

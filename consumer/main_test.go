@@ -1,0 +1,79 @@
+package consumer_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/kube-nats-relay/kube-nats-relay/event"
+	"github.com/kube-nats-relay/kube-nats-relay/internal/relaytest"
+	"github.com/kube-nats-relay/kube-nats-relay/internal/testenv"
+)
+
+var (
+	env      *testenv.Env
+	relayBin string
+)
+
+// TestMain starts a control plane and a nats-server for the package, and builds the relay
+// for the tests that read what it really publishes.
+func TestMain(m *testing.M) {
+	relaytest.Main(m, testenv.Options{Kube: true, NATS: true}, &env, &relayBin)
+}
+
+// jsClient connects to the test bed's nats-server.
+func jsClient(t *testing.T) jetstream.JetStream {
+	t.Helper()
+	nc, err := nats.Connect(env.NATS.URL())
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js
+}
+
+// testStream creates a stream of the test's own over kube.<cluster>.>, as the relay would,
+// and returns its name and the cluster.
+func testStream(t *testing.T, js jetstream.JetStream) (stream, cluster string) {
+	t.Helper()
+	cluster = relaytest.Name(t)
+	stream = strings.ToUpper(cluster)
+	_, err := js.CreateStream(context.Background(), jetstream.StreamConfig{
+		Name:     stream,
+		Subjects: []string{event.StreamSubject("kube", cluster)},
+		Storage:  jetstream.FileStorage,
+	})
+	if err != nil {
+		t.Fatalf("create stream %s: %v", stream, err)
+	}
+	return stream, cluster
+}
+
+// objectMeta returns the Meta of an added object i of resource in cluster's namespace "ns".
+func objectMeta(cluster, resource, kind string, i int) event.Meta {
+	return event.Meta{
+		Cluster: cluster, Version: "v1", Resource: resource, Kind: kind,
+		Namespace: "ns", Name: fmt.Sprintf("%s-%d", resource, i), UID: fmt.Sprintf("uid-%s-%d", resource, i),
+		ResourceVersion: fmt.Sprint(100 + i), Type: event.Added, Origin: event.Live,
+	}
+}
+
+// publish stores the event the relay would publish for m, and returns its stream sequence.
+func publish(t *testing.T, js jetstream.JetStream, m event.Meta) uint64 {
+	t.Helper()
+	body := fmt.Sprintf(`{"apiVersion":"v1","kind":%q,"metadata":{"name":%q,"namespace":%q,"uid":%q,"resourceVersion":%q}}`,
+		m.Kind, m.Name, m.Namespace, m.UID, m.ResourceVersion)
+	ack, err := js.PublishMsg(context.Background(), &nats.Msg{Subject: m.Subject("kube").String(), Header: m.Header(), Data: []byte(body)})
+	if err != nil {
+		t.Fatalf("publish %s: %v", m.Name, err)
+	}
+	return ack.Sequence
+}

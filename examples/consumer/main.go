@@ -1,0 +1,153 @@
+// Command consumer is an example downstream service of kube-nats-relay: it keeps an audit
+// trail of ConfigMap changes, one JSON line per change, in a journal file. It reads the
+// relay's stream through a durable JetStream consumer and handles every event exactly once,
+// across its own restarts and crashes (kill -9 included):
+//
+//   - the journal line is both the work and the record that it was done: one append, synced
+//     to disk, so no crash can separate the two;
+//   - an event whose id is already in the journal is acknowledged and not handled again (a
+//     redelivery after a crash, or a replay by the relay);
+//   - a message is acknowledged only after its line is on disk, so nothing acknowledged is
+//     lost; what was delivered and not acknowledged comes again after -ack-wait.
+//
+// One event is in flight at a time (MaxAckPending 1), so the journal holds each object's
+// changes in the order they happened, even across a crash.
+//
+// Usage:
+//
+//	consumer -server nats://127.0.0.1:4222 -cluster prod -journal audit.jsonl
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kube-nats-relay/kube-nats-relay/consumer"
+)
+
+const (
+	// defaultServer is where a local relay's embedded nats-server listens.
+	defaultServer = "nats://127.0.0.1:4222"
+	// connectTimeout bounds the first connection: a service started before NATS fails fast
+	// and is restarted by its supervisor.
+	connectTimeout = 5 * time.Second
+	// defaultAckWait is how long a delivered event may stay unacknowledged before JetStream
+	// delivers it again: far longer than writing one line takes, and what a crashed instance's
+	// successor waits, at most, for the event that was in flight.
+	defaultAckWait = 30 * time.Second
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	log := zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr, TimeFormat: time.TimeOnly, NoColor: true}).With().Timestamp().Logger()
+	if err := run(log.WithContext(ctx), os.Args[1:], os.Stderr); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		log.Error().Err(err).Msg("consumer failed")
+		os.Exit(1)
+	}
+}
+
+// options are the command-line flags.
+type options struct {
+	server, stream, prefix, cluster, namespace, durable, journal string
+	ackWait, workDelay                                           time.Duration
+}
+
+func parseFlags(args []string, stderr io.Writer) (options, error) {
+	server := os.Getenv("NATS_URL")
+	if server == "" {
+		server = defaultServer
+	}
+	var o options
+	fs := flag.NewFlagSet("consumer", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.server, "server", server, "NATS server URLs, comma-separated; defaults to $NATS_URL when set")
+	fs.StringVar(&o.stream, "stream", "KUBE", "the relay's JetStream stream (RELAY_STREAM)")
+	fs.StringVar(&o.prefix, "prefix", "kube", "the relay's subject prefix (RELAY_SUBJECT_PREFIX)")
+	fs.StringVar(&o.cluster, "cluster", "default", "the relay's cluster name (RELAY_CLUSTER)")
+	fs.StringVar(&o.namespace, "namespace", "", "only ConfigMaps of this namespace; empty: every namespace")
+	fs.StringVar(&o.durable, "durable", "configmap-audit", "durable consumer name: the service's position in the stream")
+	fs.StringVar(&o.journal, "journal", "configmap-audit.jsonl", "journal file: the audit trail, and the record of what was handled")
+	fs.DurationVar(&o.ackWait, "ack-wait", defaultAckWait, "redeliver an event not acknowledged after this long (used when the consumer is created)")
+	fs.DurationVar(&o.workDelay, "work-delay", 0, "pretend each event takes this long to handle (for demonstrations and tests)")
+	if err := fs.Parse(args); err != nil {
+		return options{}, err
+	}
+	if fs.NArg() > 0 {
+		return options{}, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	return o, nil
+}
+
+// run follows the stream until ctx ends, then stops taking events, finishes the one in hand
+// and flushes its acknowledgement.
+func run(ctx context.Context, args []string, stderr io.Writer) error {
+	o, err := parseFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	log := zerolog.Ctx(ctx)
+	j, err := openJournal(o.journal)
+	if err != nil {
+		return err
+	}
+	defer j.Close()
+	log.Info().Str("journal", o.journal).Int("handled", j.Len()).Msg("journal opened")
+
+	closed := make(chan struct{})
+	nc, err := nats.Connect(o.server, nats.Name("kube-nats-relay-example-consumer"),
+		nats.Timeout(connectTimeout), nats.MaxReconnects(-1),
+		nats.ClosedHandler(func(*nats.Conn) { close(closed) }))
+	if err != nil {
+		return fmt.Errorf("connect to nats %s: %w", o.server, err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return fmt.Errorf("jetstream: %w", err)
+	}
+	filter := consumer.ResourceFilter(o.prefix, o.cluster, schema.GroupResource{Resource: "configmaps"})
+	filter.Namespace = o.namespace
+	subjects, err := consumer.Subjects(filter)
+	if err != nil {
+		return err
+	}
+	cons, err := consumer.Durable(ctx, js, o.stream, o.durable, subjects,
+		consumer.MaxAckPending(1), consumer.AckWait(o.ackWait))
+	if err != nil {
+		return err
+	}
+	svc := &service{journal: j, workDelay: o.workDelay, log: log}
+	cc, err := cons.Consume(svc.handle, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+		log.Warn().Err(err).Msg("consume")
+	}))
+	if err != nil {
+		return fmt.Errorf("consume %s: %w", o.durable, err)
+	}
+	log.Info().Str("stream", o.stream).Str("durable", o.durable).Strs("subjects", subjects).Msg("consuming")
+
+	<-ctx.Done()
+	cc.Drain() // take no more, finish what was delivered
+	<-cc.Closed()
+	if err := nc.Drain(); err != nil { // flush the last acknowledgement
+		return fmt.Errorf("drain nats connection: %w", err)
+	}
+	<-closed
+	log.Info().Int("handled", j.Len()).Msg("stopped")
+	return nil
+}

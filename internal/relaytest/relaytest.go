@@ -1,0 +1,203 @@
+// Package relaytest runs the relay binary in integration tests of packages other than
+// cmd/relay (consumer, examples): it builds the binary once per test package, starts it as
+// a real process with a configuration of the test's own, and waits until it watches.
+//
+// The binary and the test bed live in one directory that testenv removes when the package's
+// tests end; every process started here is stopped when its test ends, failed or not.
+package relaytest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/kube-nats-relay/kube-nats-relay/internal/testenv"
+)
+
+const (
+	// relayPackage is what Build compiles.
+	relayPackage = "github.com/kube-nats-relay/kube-nats-relay/cmd/relay"
+	// stopTimeout is what the relay promises for a clean exit after SIGTERM (10s), with room
+	// for a busy machine.
+	stopTimeout = 15 * time.Second
+	// readyTimeout bounds the relay's start up to its first checkpoints: discovery, stream,
+	// buckets and initial lists, on a busy 2-core machine.
+	readyTimeout = 2 * time.Minute
+	// pollInterval paces the readiness checks.
+	pollInterval = 100 * time.Millisecond
+)
+
+// Main is a test package's TestMain for tests that run the relay: it builds the relay into
+// the test bed's directory, stores the binary's path in *bin, and hands over to testenv.Main.
+func Main(m *testing.M, opts testenv.Options, env **testenv.Env, bin *string) {
+	dir, err := os.MkdirTemp("", "relaytest-")
+	if err == nil {
+		*bin, err = Build(filepath.Join(dir, "bin"))
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "relaytest: %v\n", err)
+		os.Exit(1)
+	}
+	opts.Dir = dir // testenv removes it, binary included
+	testenv.Main(m, opts, env)
+}
+
+// Build compiles the relay into dir and returns the binary's path.
+func Build(dir string) (string, error) {
+	bin := filepath.Join(dir, "relay")
+	if out, err := exec.Command("go", "build", "-o", bin, relayPackage).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build relay: %w\n%s", err, out)
+	}
+	return bin, nil
+}
+
+// Name returns a short lower-case name unique to the test, usable as cluster, namespace,
+// stream and bucket name.
+func Name(t testing.TB) string {
+	t.Helper()
+	n := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return -1
+	}, strings.ToLower(t.Name()))
+	if len(n) > 40 {
+		n = n[:40]
+	}
+	return fmt.Sprintf("%s%d", n, time.Now().UnixNano()%100000)
+}
+
+// Vars returns a relay configuration against env's control plane and nats-server, with
+// cluster, stream and buckets named after name (the stream upper-cased). Tests add
+// RELAY_RESOURCES and whatever else they need.
+func Vars(env *testenv.Env, name string) map[string]string {
+	return map[string]string{
+		"KUBECONFIG":                env.Kube.KubeconfigPath(),
+		"NATS_URL":                  env.NATS.URL(),
+		"RELAY_CLUSTER":             name,
+		"RELAY_STREAM":              strings.ToUpper(name),
+		"RELAY_CHECKPOINT_BUCKET":   name,
+		"RELAY_INDEX_BUCKET":        name + "-index",
+		"RELAY_CHECKPOINT_INTERVAL": "200ms",
+		"RELAY_LOG_LEVEL":           "debug",
+	}
+}
+
+// Process is a relay started by Start.
+type Process struct {
+	cmd  *exec.Cmd
+	out  *syncBuffer
+	done chan struct{}
+	err  error // cmd.Wait's result, set before done is closed
+}
+
+// Start runs the relay binary with vars as its whole environment (plus PATH and HOME). The
+// process is killed when the test ends if it is still running; its output is logged if the
+// test failed.
+func Start(t testing.TB, bin string, vars map[string]string) *Process {
+	t.Helper()
+	cmd := exec.Command(bin)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
+	for k, v := range vars {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	out := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start relay: %v", err)
+	}
+	p := &Process{cmd: cmd, out: out, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-p.done:
+		default:
+			_ = cmd.Process.Kill()
+			<-p.done
+		}
+		if t.Failed() {
+			t.Logf("relay output:\n%s", out.String())
+		}
+	})
+	return p
+}
+
+// Stop sends SIGTERM and requires a clean exit.
+func (p *Process) Stop(t testing.TB) {
+	t.Helper()
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(stopTimeout):
+		t.Fatalf("relay still running %s after SIGTERM", stopTimeout)
+	}
+	if p.err != nil {
+		t.Fatalf("relay exit after SIGTERM: %v, want exit 0\n%s", p.err, p.out.String())
+	}
+}
+
+// WaitWatching waits until the relay has written sources checkpoints in bucket: every source
+// has listed and watches, so each later change becomes an event. It fails the test if the
+// relay exits first.
+func (p *Process) WaitWatching(t testing.TB, js jetstream.JetStream, bucket string, sources int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
+	defer cancel()
+	var last error
+	err := wait.PollUntilContextCancel(ctx, pollInterval, true, func(ctx context.Context) (bool, error) {
+		select {
+		case <-p.done:
+			return false, fmt.Errorf("relay exited: %v", p.err)
+		default:
+		}
+		kv, err := js.KeyValue(ctx, bucket)
+		if err != nil {
+			last = err
+			return false, nil
+		}
+		keys, err := kv.Keys(ctx)
+		if err != nil && !errors.Is(err, jetstream.ErrNoKeysFound) {
+			last = err
+			return false, nil
+		}
+		last = fmt.Errorf("%d checkpoints so far", len(keys))
+		return len(keys) >= sources, nil
+	})
+	if err != nil {
+		t.Fatalf("waiting for %d checkpoints in bucket %s: %v (last: %v)\n%s", sources, bucket, err, last, p.out.String())
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the process's writes and the test's reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
