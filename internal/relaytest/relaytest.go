@@ -92,6 +92,8 @@ func Vars(env *testenv.Env, name string) map[string]string {
 		"RELAY_INDEX_BUCKET":        name + "-index",
 		"RELAY_CHECKPOINT_INTERVAL": "200ms",
 		"RELAY_LOG_LEVEL":           "debug",
+		// Probes on a free port: relays of packages tested in parallel must not share one.
+		"RELAY_HTTP_ADDR": "127.0.0.1:0",
 	}
 }
 
