@@ -18,6 +18,7 @@ type DurableOption func(*durableOptions) error
 type durableOptions struct {
 	deliver       jetstream.DeliverPolicy
 	startTime     *time.Time
+	startSeq      uint64
 	deliverSet    bool
 	maxAckPending int
 	ackWait       time.Duration
@@ -38,6 +39,18 @@ func DeliverFrom(t time.Time) DurableOption {
 			return errors.New("deliver from: zero time")
 		}
 		return o.setDeliver(jetstream.DeliverByStartTimePolicy, &t)
+	}
+}
+
+// DeliverFromSequence makes a new consumer start with the event at stream sequence seq, such
+// as a Snapshot's NextSequence.
+func DeliverFromSequence(seq uint64) DurableOption {
+	return func(o *durableOptions) error {
+		if seq == 0 {
+			return errors.New("deliver from sequence: zero")
+		}
+		o.startSeq = seq
+		return o.setDeliver(jetstream.DeliverByStartSequencePolicy, nil)
 	}
 }
 
@@ -69,7 +82,7 @@ func AckWait(d time.Duration) DurableOption {
 
 func (o *durableOptions) setDeliver(p jetstream.DeliverPolicy, t *time.Time) error {
 	if o.deliverSet {
-		return errors.New("more than one start position (DeliverNew, DeliverFrom)")
+		return errors.New("more than one start position (DeliverNew, DeliverFrom, DeliverFromSequence)")
 	}
 	o.deliver, o.startTime, o.deliverSet = p, t, true
 	return nil
@@ -108,6 +121,7 @@ func Durable(ctx context.Context, js jetstream.JetStream, stream, name string, f
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		DeliverPolicy: o.deliver,
 		OptStartTime:  o.startTime,
+		OptStartSeq:   o.startSeq,
 		MaxAckPending: o.maxAckPending,
 		AckWait:       o.ackWait,
 	}
