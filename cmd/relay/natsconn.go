@@ -97,27 +97,12 @@ func connectNATS(ctx context.Context, cfg Config, lost context.CancelCauseFunc) 
 			lost(fmt.Errorf("%w: %w", errNATSClosed, err))
 		}),
 	}
-	switch {
-	case cfg.NATSUser != "":
-		opts = append(opts, nats.UserInfo(cfg.NATSUser, string(cfg.NATSPassword)))
-	case cfg.NATSToken != "":
-		opts = append(opts, nats.Token(string(cfg.NATSToken)))
-	case cfg.NATSCreds != "":
-		opts = append(opts, nats.UserCredentials(cfg.NATSCreds))
-	case cfg.NATSNKey != "":
-		opt, err := nats.NkeyOptionFromSeed(cfg.NATSNKey)
-		if err != nil {
-			c.close(ctx)
-			return nil, &ConfigError{Problems: []Problem{{Var: "RELAY_NATS_NKEY", Value: cfg.NATSNKey, Reason: err.Error()}}}
-		}
-		opts = append(opts, opt)
+	auth, err := cfg.natsAuth().options()
+	if err != nil {
+		c.close(ctx)
+		return nil, err
 	}
-	if cfg.NATSTLSCA != "" {
-		opts = append(opts, nats.RootCAs(cfg.NATSTLSCA))
-	}
-	if cfg.NATSTLSCert != "" {
-		opts = append(opts, nats.ClientCert(cfg.NATSTLSCert, cfg.NATSTLSKey))
-	}
+	opts = append(opts, auth...)
 	nc, err := nats.Connect(urls, opts...)
 	if err != nil {
 		c.close(ctx)
@@ -146,6 +131,46 @@ func connectNATS(ctx context.Context, cfg Config, lost context.CancelCauseFunc) 
 	}
 	log.Info().Str("url", nc.ConnectedUrlRedacted()).Int64("max_payload", nc.MaxPayload()).Msg("nats connected")
 	return c, nil
+}
+
+// natsAuth is the NATS authentication shared by the relay and relay tail, from the
+// RELAY_NATS_* variables.
+type natsAuth struct {
+	User                   string
+	Password, Token        Secret
+	Creds, NKey            string
+	TLSCA, TLSCert, TLSKey string
+}
+
+func (c Config) natsAuth() natsAuth {
+	return natsAuth{User: c.NATSUser, Password: c.NATSPassword, Token: c.NATSToken, Creds: c.NATSCreds,
+		NKey: c.NATSNKey, TLSCA: c.NATSTLSCA, TLSCert: c.NATSTLSCert, TLSKey: c.NATSTLSKey}
+}
+
+// options returns the nats.Options for the configured authentication and TLS.
+func (a natsAuth) options() ([]nats.Option, error) {
+	var opts []nats.Option
+	switch {
+	case a.User != "":
+		opts = append(opts, nats.UserInfo(a.User, string(a.Password)))
+	case a.Token != "":
+		opts = append(opts, nats.Token(string(a.Token)))
+	case a.Creds != "":
+		opts = append(opts, nats.UserCredentials(a.Creds))
+	case a.NKey != "":
+		opt, err := nats.NkeyOptionFromSeed(a.NKey)
+		if err != nil {
+			return nil, &ConfigError{Problems: []Problem{{Var: "RELAY_NATS_NKEY", Value: a.NKey, Reason: err.Error()}}}
+		}
+		opts = append(opts, opt)
+	}
+	if a.TLSCA != "" {
+		opts = append(opts, nats.RootCAs(a.TLSCA))
+	}
+	if a.TLSCert != "" {
+		opts = append(opts, nats.ClientCert(a.TLSCert, a.TLSKey))
+	}
+	return opts, nil
 }
 
 func startEmbedded(cfg Config) (*server.Server, error) {

@@ -249,26 +249,12 @@ func connectTail(server string, env tailEnv) (*nats.Conn, error) {
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(reconnectWait),
 	}
-	switch {
-	case env.NATSUser != "":
-		opts = append(opts, nats.UserInfo(env.NATSUser, string(env.NATSPassword)))
-	case env.NATSToken != "":
-		opts = append(opts, nats.Token(string(env.NATSToken)))
-	case env.NATSCreds != "":
-		opts = append(opts, nats.UserCredentials(env.NATSCreds))
-	case env.NATSNKey != "":
-		opt, err := nats.NkeyOptionFromSeed(env.NATSNKey)
-		if err != nil {
-			return nil, &ConfigError{Problems: []Problem{{Var: "RELAY_NATS_NKEY", Value: env.NATSNKey, Reason: err.Error()}}}
-		}
-		opts = append(opts, opt)
+	auth, err := natsAuth{User: env.NATSUser, Password: env.NATSPassword, Token: env.NATSToken, Creds: env.NATSCreds,
+		NKey: env.NATSNKey, TLSCA: env.NATSTLSCA, TLSCert: env.NATSTLSCert, TLSKey: env.NATSTLSKey}.options()
+	if err != nil {
+		return nil, err
 	}
-	if env.NATSTLSCA != "" {
-		opts = append(opts, nats.RootCAs(env.NATSTLSCA))
-	}
-	if env.NATSTLSCert != "" {
-		opts = append(opts, nats.ClientCert(env.NATSTLSCert, env.NATSTLSKey))
-	}
+	opts = append(opts, auth...)
 	nc, err := nats.Connect(server, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("connect to nats %s: %w", redactURL(server), err)
