@@ -5,7 +5,7 @@ GO ?= go
 TEST_TIMEOUT ?= 30m
 CLUSTER_DIR ?= .cluster
 
-.PHONY: all build tools test vet fmt-check check-deploy demo cluster-up cluster-down clean
+.PHONY: all build tools test vet fmt-check check-deploy demo cluster-up cluster-down clean bench
 
 all: build
 
@@ -27,6 +27,13 @@ test: tools
 demo: tools
 	$(GO) build -o .bin/relay ./cmd/relay
 	$(GO) run ./hack/demo $(DEMO_FLAGS)
+
+## bench: throughput, latency and memory of the relay side by side with the ceiling (nats.go
+## alone), a raw client-go watch and a naive informer relay, on a real control plane and
+## nats-server on loopback; writes docs/benchmarks.md (see hack/bench). The issue's sizes take
+## about an hour on 2 cores; BENCH_FLAGS=-quick runs reduced sizes in a few minutes.
+bench: tools
+	$(GO) run ./hack/bench -invoked-as "make bench BENCH_FLAGS='$(BENCH_FLAGS)'" $(BENCH_FLAGS)
 
 vet:
 	$(GO) vet ./...

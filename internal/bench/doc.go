@@ -1,0 +1,22 @@
+// Package bench measures kube-nats-relay against what a user could do instead and against
+// what the machine allows, on a real kube-apiserver, etcd and nats-server on loopback
+// (internal/testenv). `make bench` runs it through hack/bench and writes docs/benchmarks.md.
+//
+// Contenders, run alternately within each round so that a noisy machine hurts them alike:
+//   - ceiling: the same messages (subjects, headers, ids, bodies) published straight from
+//     nats.go asynchronously to the same kind of stream, no Kubernetes in the loop;
+//   - raw watch: a bare client-go list or watch reading the same changes, publishing nothing;
+//   - naive relay: a shared informer whose handlers publish synchronously (naive.go), run as
+//     a separate process;
+//   - relay: the kube-nats-relay binary, run as a separate process with its defaults.
+//
+// Scenarios: initial sync, catch-up after a stop, steady-state latency at fixed write rates,
+// and memory and CPU per watched object. Every size is a Config field so that a quick run
+// fits in a few minutes on a shared 2-core machine.
+//
+// What it guarantees: numbers come only from measurements of this run; a contender that
+// fails, times out or relists where it should have resumed is reported as such, never
+// replaced by a guess. What it does not: statistical significance beyond medians of a few
+// rounds on a machine shared with other work; the report says how many rounds each number
+// is the median of.
+package bench

@@ -1,0 +1,111 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kube-nats-relay/kube-nats-relay/event"
+)
+
+// naiveReady is the line the naive relay prints once its informer has synced and every
+// initial object has been published.
+const naiveReady = "naive: ready"
+
+// NaiveMain runs the naive relay, the contender a user writes in fifty lines: a shared
+// informer whose handlers publish each event synchronously to JetStream, with the same
+// subjects, ids and headers as the relay (from the event package) and nothing else: no
+// checkpoint, no index, no ordering beyond the informer's, no back-pressure. It is a
+// subcommand of the harness binary so that it runs as its own process, measured like the
+// relay. It returns the process exit code.
+func NaiveMain(args []string) int {
+	fs := flag.NewFlagSet("naive", flag.ContinueOnError)
+	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file")
+	natsURL := fs.String("nats", "", "NATS URL")
+	namespace := fs.String("namespace", "", "namespace to relay")
+	cluster := fs.String("cluster", "", "cluster name in subjects and ids")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := runNaive(ctx, *kubeconfig, *natsURL, *namespace, *cluster); err != nil {
+		fmt.Fprintln(os.Stderr, "naive:", err)
+		return 1
+	}
+	return 0
+}
+
+// runNaive is the naive relay proper.
+func runNaive(ctx context.Context, kubeconfig, natsURL, namespace, cluster string) error {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return err
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	nc, err := nats.Connect(natsURL)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	publish := func(obj any, t event.Type) {
+		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = d.Obj
+		}
+		cm := obj.(*corev1.ConfigMap).DeepCopy()
+		cm.ManagedFields = nil
+		cm.APIVersion, cm.Kind = "v1", "ConfigMap" // informers drop the type meta
+		body, err := json.Marshal(cm)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "naive: encode:", err)
+			return
+		}
+		meta := event.Meta{Cluster: cluster, Version: "v1", Resource: "configmaps", Kind: "ConfigMap",
+			Namespace: cm.Namespace, Name: cm.Name, UID: string(cm.UID), ResourceVersion: cm.ResourceVersion,
+			Type: t, Origin: event.Live, Time: time.Now()}
+		msg := &nats.Msg{Subject: meta.Subject(prefix).String(), Header: meta.Header(), Data: body}
+		for ctx.Err() == nil { // retry until acked: losing events is not naive, it is broken
+			if _, err := js.PublishMsg(ctx, msg); err == nil {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(namespace))
+	reg, err := factory.Core().V1().ConfigMaps().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { publish(obj, event.Added) },
+		UpdateFunc: func(_, obj any) { publish(obj, event.Modified) },
+		DeleteFunc: func(obj any) { publish(obj, event.Deleted) },
+	})
+	if err != nil {
+		return err
+	}
+	factory.Start(ctx.Done())
+	defer factory.Shutdown()
+	if !cache.WaitForCacheSync(ctx.Done(), reg.HasSynced) {
+		return ctx.Err()
+	}
+	fmt.Fprintln(os.Stderr, naiveReady)
+	<-ctx.Done()
+	return nil
+}

@@ -1,0 +1,256 @@
+package bench
+
+import (
+	"slices"
+	"sort"
+	"time"
+)
+
+// Contenders.
+const (
+	Ceiling  = "ceiling"
+	RawWatch = "raw-watch"
+	// RawProto is the raw reader with the cheapest encoding, protobuf into typed objects
+	// (initial sync only): what reading costs when JSON is not the format.
+	RawProto = "raw-proto"
+	Naive    = "naive"
+	Relay    = "relay"
+)
+
+// contenders in their first round's order; later rounds rotate it.
+var contenders = []string{Ceiling, RawWatch, Naive, Relay}
+
+// syncContenders adds the protobuf reader to the initial sync.
+var syncContenders = []string{Ceiling, RawWatch, RawProto, Naive, Relay}
+
+// rotate returns cs starting at position round, so that no contender always runs first (on a
+// cold cache) or last (on a machine warmed or fragmented by the others).
+func rotate(cs []string, round int) []string {
+	out := make([]string, 0, len(cs))
+	for i := range cs {
+		out = append(out, cs[(i+round)%len(cs)])
+	}
+	return out
+}
+
+// Results is everything one run measured.
+type Results struct {
+	Mode     string
+	Command  string
+	Started  time.Time
+	Finished time.Time
+	Machine  Machine
+	Config   ConfigSummary
+	Setup    []SetupStep
+	Sync     *Throughput   `json:",omitempty"`
+	Catchup  []*Throughput `json:",omitempty"`
+	Steady   []*Steady     `json:",omitempty"`
+	Memory   *Memory       `json:",omitempty"`
+	Profile  *Profile      `json:",omitempty"`
+	Micro    []Micro       `json:",omitempty"`
+	// Load is the machine's load average (1, 5, 15 min) before and after each scenario.
+	Load []KV
+	// Measured says when and by which command each scenario's numbers were taken: a run of
+	// some scenarios keeps the others' results from the previous run of the same mode.
+	Measured []KV
+	// Notes are anomalies worth a reader's attention: failures, timeouts, relists.
+	Notes []string
+}
+
+// ConfigSummary is the part of Config that shapes the numbers.
+type ConfigSummary struct {
+	Rounds         int
+	SyncObjects    int
+	CatchupChanges int
+	SteadyObjects  int
+	SteadyRates    []int
+	SteadyDuration time.Duration
+	MemoryObjects  []int
+	Settle         time.Duration
+	ObjectBytes    int
+	Writers        int
+	Scenarios      []string
+}
+
+// Machine describes where the run happened.
+type Machine struct {
+	CPUs     int
+	CPUModel string
+	MemTotal string
+	Kernel   string
+	GoVer    string
+	// Versions of the servers, the relay and the client libraries.
+	Versions []KV
+}
+
+// KV is one name and value of an ordered list.
+type KV struct{ Name, Value string }
+
+// SetupStep is one preparation step, with the rate the cluster sustained.
+type SetupStep struct {
+	What string
+	N    int
+	Rate float64
+	Took time.Duration
+}
+
+// Throughput is a scenario measured as time to deliver a fixed number of events.
+type Throughput struct {
+	// Events is what each contender must deliver (TimedRun.Events may differ, e.g. the naive
+	// relay republishes every object after a stop).
+	Events int
+	// MsgBytes is the average message size (subject, headers, body) of the ceiling's payloads.
+	MsgBytes int
+	// WriteRate is the rate the changes were written at (catch-up only), median over rounds.
+	WriteRate float64
+	// History is where a catch-up's watch history came from (HistoryWatchCache, HistoryEtcd).
+	History string `json:",omitempty"`
+	Runs    map[string][]TimedRun
+}
+
+// TimedRun is one contender's run of a throughput scenario.
+type TimedRun struct {
+	Round  int
+	Events int
+	// Relisted says the relay could not resume from its checkpoint (410 Gone) and caught up
+	// by relisting and diffing against its index.
+	Relisted bool `json:",omitempty"`
+	// Published is the number of messages the contender published when it differs from
+	// Events (the naive relay's catch-up republishes every object).
+	Published int `json:",omitempty"`
+	// Took is from the start (process start, first publish, list or watch call) until every
+	// event is acknowledged (stored in the stream) or read.
+	Took time.Duration
+	// FirstAt is when the first event was stored (process contenders), from the start.
+	FirstAt time.Duration `json:",omitempty"`
+	// CheckpointAt is when the relay's checkpoint covered every event, from the start.
+	CheckpointAt time.Duration `json:",omitempty"`
+	// CPU is the contender process's CPU seconds from start to done (0: in the harness).
+	CPU float64 `json:",omitempty"`
+	// ServerCPU is the CPU seconds of nats-server, kube-apiserver and etcd during the run,
+	// and of the harness and the whole machine (busy time of every CPU).
+	ServerCPU map[string]float64 `json:",omitempty"`
+	PeakRSS   int64              `json:",omitempty"`
+	Err       string             `json:",omitempty"`
+}
+
+// Rate is events per second.
+func (r TimedRun) Rate() float64 {
+	if r.Err != "" || r.Took <= 0 {
+		return 0
+	}
+	return float64(r.Events) / r.Took.Seconds()
+}
+
+// Steady is the steady-state latency scenario at one write rate.
+type Steady struct {
+	Rate     int
+	Duration time.Duration
+	Runs     map[string][]LatencyRun
+}
+
+// LatencyRun is one contender's steady-state window.
+type LatencyRun struct {
+	Round    int
+	Writes   int
+	Achieved float64
+	Received int
+	Missing  int
+	// E2E is from the write's response (ceiling: the publish call) to the consumer's
+	// receipt (raw watch: the watch's receipt).
+	E2E Percentiles
+	// Added is from the raw watch's receipt of the same change to the consumer's receipt.
+	Added Percentiles
+	// Window is from the first write to the end of the drain: the interval CPU is measured over.
+	Window time.Duration
+	// CPU is the contender process's CPU seconds during the window.
+	CPU       float64            `json:",omitempty"`
+	ServerCPU map[string]float64 `json:",omitempty"`
+	Err       string             `json:",omitempty"`
+}
+
+// Percentiles of a latency distribution; N is the sample count.
+type Percentiles struct {
+	N                  int
+	P50, P90, P99, Max time.Duration
+}
+
+func percentiles(samples []time.Duration) Percentiles {
+	if len(samples) == 0 {
+		return Percentiles{}
+	}
+	s := slices.Clone(samples)
+	slices.Sort(s)
+	at := func(q float64) time.Duration {
+		// Nearest rank: the smallest sample with at least q of the samples at or below it.
+		i := int(q*float64(len(s))+0.999999) - 1
+		return s[min(max(i, 0), len(s)-1)]
+	}
+	return Percentiles{N: len(s), P50: at(0.50), P90: at(0.90), P99: at(0.99), Max: s[len(s)-1]}
+}
+
+// Memory is the memory scenario.
+type Memory struct {
+	Runs []MemoryRun
+}
+
+// MemoryRun is one contender watching a number of objects.
+type MemoryRun struct {
+	Contender string
+	Objects   int
+	// SyncTook is the initial sync's time; SyncCPU its CPU seconds.
+	SyncTook time.Duration
+	SyncCPU  float64
+	// RSS and PeakRSS are VmRSS and VmHWM after settling.
+	RSS, PeakRSS int64
+	// HeapLiveMB is the live heap of the last GC (GODEBUG=gctrace=1), in the runtime's MB
+	// (2^20 bytes); HeapForced says that GC was the idle-forced one after the sync.
+	HeapLiveMB int
+	HeapForced bool
+	GCs        int
+	// HeapBytes is the in-process engine's heap growth (runtime.MemStats.HeapAlloc after a
+	// full GC, minus the same before the engine started).
+	HeapBytes int64  `json:",omitempty"`
+	Err       string `json:",omitempty"`
+}
+
+// Profile lists the profiles written and the top of each.
+type Profile struct {
+	Files []ProfileFile
+}
+
+// ProfileFile is one pprof file and its top functions.
+type ProfileFile struct {
+	What, Path, Top string
+}
+
+// Micro is one Go micro-benchmark: medians over -count runs.
+type Micro struct {
+	Package, Name        string
+	Runs                 int
+	NsPerOp              float64
+	BytesPerOp, AllocsOp float64
+	Extra                map[string]float64 `json:",omitempty"`
+}
+
+// median returns the median of xs (mean of the middle two for even counts); 0 for none.
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	sort.Float64s(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+func medianDuration(ds []time.Duration) time.Duration {
+	xs := make([]float64, len(ds))
+	for i, d := range ds {
+		xs[i] = float64(d)
+	}
+	return time.Duration(median(xs))
+}
