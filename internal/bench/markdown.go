@@ -223,8 +223,9 @@ it. Reported numbers are medians over rounds.
   last write is counted as missing.
 - **Memory**: the relay and the naive relay sync N objects, idle (the settle time), then VmRSS
   and VmHWM are read from ` + "`/proc/<pid>/status`" + ` and the Go heap from the last line of
-  ` + "`GODEBUG=gctrace=1`" + ` (the live heap after marking, in whole MB; with a settle over 2 minutes it
-  is the runtime's idle-forced GC, so without the sync's garbage). Because gctrace rounds to MB,
+  ` + "`GODEBUG=gctrace=1`" + ` (the live heap after marking, in whole MB; the table says whether that GC ran after
+  the sync, when the heap holds only what the process keeps, or during it; the runtime forces
+  a GC after 2 idle minutes, hence the default settle of 130 s). Because gctrace rounds to MB,
   the exact figure comes from running the relay's engine inside the harness (wired as
   ` + "`cmd/relay`" + ` wires it: ` + "`relay.Source`" + `, the checkpoint store and the object index): HeapAlloc
   after two full GCs, minus the same before it started. Bytes per object are the growth between

@@ -101,7 +101,7 @@ func (e *Env) memoryOnce(ctx context.Context, contender string, size int) Memory
 	run.RSS, run.PeakRSS = procMemory(c.pid())
 	gc, n := c.lastGC()
 	run.HeapLiveMB, run.GCs = gc.liveMB, n
-	run.HeapForced = gc.forced && gc.at.After(done)
+	run.HeapForced, run.HeapAfterSync = gc.forced, gc.at.After(done)
 	if _, err := c.stop(); err != nil {
 		run.Err = err.Error()
 	}

@@ -158,7 +158,7 @@ func renderMemory(b *strings.Builder, r *Results) {
 	w := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
 	mem := r.Memory
 	w("### 4. Memory and CPU per watched object\n\n")
-	w("Each process synced the objects, idled %s, then: RSS = VmRSS, peak = VmHWM (/proc/<pid>/status); live heap = the last GC's marked heap from GODEBUG=gctrace=1 (whole MB, \"forced\" when it was the idle-forced GC after the sync); engine heap = the relay's engine run in the harness process, runtime HeapAlloc after two full GCs minus the same before it started (exact). One run per size.\n\n", r.Config.Settle)
+	w("Each process synced the objects, idled %s, then: RSS = VmRSS, peak = VmHWM (/proc/<pid>/status); live heap = the last GC's marked heap from GODEBUG=gctrace=1 (whole MB; marked when that GC ran after the sync, so without the sync's working set); engine heap = the relay's engine run in the harness process, runtime HeapAlloc after two full GCs minus the same before it started (exact). One run per size.\n\n", r.Config.Settle)
 	w("| contender | objects | RSS | peak RSS | live heap (gctrace) | engine heap (exact) | sync time | CPU s per 10k events |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, run := range mem.Runs {
 		if run.Err != "" {
@@ -168,8 +168,11 @@ func renderMemory(b *strings.Builder, r *Results) {
 		heap, engine, cpu := "–", "–", "–"
 		if run.GCs > 0 {
 			heap = fmt.Sprintf("%d MB", run.HeapLiveMB)
-			if run.HeapForced {
-				heap += " (forced)"
+			switch {
+			case run.HeapForced && run.HeapAfterSync:
+				heap += " (idle-forced GC)"
+			case run.HeapAfterSync:
+				heap += " (GC after sync)"
 			}
 		}
 		if run.HeapBytes != 0 {

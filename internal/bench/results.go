@@ -204,10 +204,13 @@ type MemoryRun struct {
 	// RSS and PeakRSS are VmRSS and VmHWM after settling.
 	RSS, PeakRSS int64
 	// HeapLiveMB is the live heap of the last GC (GODEBUG=gctrace=1), in the runtime's MB
-	// (2^20 bytes); HeapForced says that GC was the idle-forced one after the sync.
+	// (2^20 bytes); HeapForced says that GC was forced (the runtime's 2-minute idle GC).
 	HeapLiveMB int
 	HeapForced bool
-	GCs        int
+	// HeapAfterSync says the last GC ran after the sync was complete, so its live heap is
+	// the idle one (not the sync's working set).
+	HeapAfterSync bool `json:",omitempty"`
+	GCs           int
 	// HeapBytes is the in-process engine's heap growth (runtime.MemStats.HeapAlloc after a
 	// full GC, minus the same before the engine started).
 	HeapBytes int64  `json:",omitempty"`
