@@ -51,6 +51,7 @@ func run(ctx context.Context, args []string) error {
 	rounds := fs.Int("rounds", full.Rounds, "rounds of each throughput and latency scenario (quick: 2)")
 	syncObjects := fs.Int("sync-objects", full.SyncObjects, "ConfigMaps of the initial sync (quick: 5000)")
 	catchup := fs.Int("catchup-changes", full.CatchupChanges, "changes made while the relay is stopped (quick: 2000)")
+	catchupHistory := fs.String("catchup-history", strings.Join(full.CatchupHistory, ","), "comma-separated sources of the catch-up's watch history: watch-cache (the apiserver's default), etcd (a second control plane without watch cache for configmaps)")
 	steadyObjects := fs.Int("steady-objects", full.SteadyObjects, "ConfigMaps the steady-state writes cycle through (quick: 500)")
 	steadyRates := fs.String("steady-rates", joinInts(full.SteadyRates), "comma-separated steady-state write rates, changes/s")
 	steadyDuration := fs.Duration("steady-duration", full.SteadyDuration, "length of each steady-state window (quick: 5s)")
@@ -65,6 +66,7 @@ func run(ctx context.Context, args []string) error {
 	out := fs.String("out", "docs/benchmarks.md", "Markdown report (relative paths are under the repository root)")
 	artifacts := fs.String("artifacts", "docs/benchmarks", "directory of JSON results and profiles (relative paths are under the repository root)")
 	invokedAs := fs.String("invoked-as", "", "how the run was started, for the report (make bench sets it)")
+	render := fs.Bool("render", false, "measure nothing: rewrite the mode's section of the report from its saved JSON")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -87,6 +89,8 @@ func run(ctx context.Context, args []string) error {
 			cfg.SyncObjects = *syncObjects
 		case "catchup-changes":
 			cfg.CatchupChanges = *catchup
+		case "catchup-history":
+			cfg.CatchupHistory = strings.Split(*catchupHistory, ",")
 		case "steady-objects":
 			cfg.SteadyObjects = *steadyObjects
 		case "steady-rates":
@@ -126,6 +130,9 @@ func run(ctx context.Context, args []string) error {
 	cfg.Command = *invokedAs
 	if cfg.Command == "" {
 		cfg.Command = "go run ./hack/bench " + strings.Join(args, " ")
+	}
+	if *render {
+		return bench.Render(cfg)
 	}
 	if cfg.SelfBin, err = os.Executable(); err != nil {
 		return err

@@ -22,6 +22,22 @@ const (
 
 func markResults(mode, edge string) string { return "<!-- bench:results:" + mode + ":" + edge + " -->" }
 
+// Render rewrites the Markdown section of cfg.Mode from the saved JSON, without measuring:
+// for a change of the report's layout.
+func Render(cfg Config) error {
+	jsonPath := filepath.Join(cfg.ArtifactDir, cfg.Mode+".json")
+	b, err := os.ReadFile(jsonPath)
+	if err != nil {
+		return err
+	}
+	var r Results
+	var typeErr *json.UnmarshalTypeError
+	if err := json.Unmarshal(b, &r); err != nil && !errors.As(err, &typeErr) {
+		return fmt.Errorf("read %s: %w", jsonPath, err)
+	}
+	return writeReport(cfg, &r, jsonPath)
+}
+
 // Save writes the run's JSON into the artifact directory and its section into the Markdown
 // report, keeping the other mode's section and the analysis.
 func Save(cfg Config, r *Results) error {
@@ -37,6 +53,11 @@ func Save(cfg Config, r *Results) error {
 	if err := os.WriteFile(jsonPath, append(data, '\n'), 0o644); err != nil {
 		return err
 	}
+	return writeReport(cfg, r, jsonPath)
+}
+
+// writeReport replaces r's mode section of the Markdown report, keeping the rest.
+func writeReport(cfg Config, r *Results, jsonPath string) error {
 	relJSON, err := filepath.Rel(cfg.RepoRoot, jsonPath)
 	if err != nil {
 		relJSON = jsonPath
@@ -111,7 +132,7 @@ func mergePrevious(cfg Config, r *Results, path string) *Results {
 	merged.Measured = append(slices.Clone(r.Measured), keepKV(old.Measured, kept)...)
 	merged.Load = append(slices.Clone(r.Load), keepKV(old.Load, kept)...)
 	for _, st := range old.Setup {
-		if !slices.ContainsFunc(merged.Setup, func(x SetupStep) bool { return x.What == st.What }) {
+		if !slices.ContainsFunc(merged.Setup, func(x SetupStep) bool { return x.What == st.What && x.N == st.N }) {
 			merged.Setup = append(merged.Setup, st)
 		}
 	}
@@ -161,6 +182,7 @@ test: the machine is shared and noisy, so read medians, ratios and the spread be
 ` + "```sh" + `
 make bench                          # the issue's sizes: about an hour on 2 cores
 make bench BENCH_FLAGS=-quick       # reduced sizes, a few minutes: checks that everything works
+make bench BENCH_FLAGS='-scenarios catchup'   # re-measure some scenarios, keep the others
 go run ./hack/bench -help           # every size and option
 ` + "```" + `
 
@@ -168,7 +190,8 @@ A run starts its own etcd, kube-apiserver and nats-server (JetStream, file stora
 temporary directory, builds the relay binary from the working tree, and writes its section of
 this file, ` + "`docs/benchmarks/<mode>.json`" + ` with every round's raw numbers, and (with the profile
 scenario) pprof files under ` + "`docs/benchmarks/profiles/`" + `. A quick run replaces only the
-quick section, a full run only the full one.
+quick section, a full run only the full one; a run of some scenarios keeps the other scenarios'
+numbers from the previous run of its mode, and the section says when each was measured.
 
 ## Contenders
 
@@ -204,14 +227,17 @@ it. Reported numbers are medians over rounds.
   gives when its checkpoint was first written: that happens only once every event *and* every
   object-index record is acknowledged.
 - **Catch-up**: the relay synced every object and was stopped with SIGTERM; then the changes are
-  written (JSON merge patches, 32 writers); each contender is timed from its start until every
-  change is acknowledged (raw watch: read). A relay run that relists instead of resuming is a
-  failure, not a number.
+  written (32 writers); each contender is timed from its start until every change is
+  acknowledged (raw watch: read). It runs twice: against the default apiserver, whose watch cache
+  serves the history, and against a second control plane whose apiserver has no watch cache for
+  configmaps (` + "`--watch-cache-sizes=configmaps#0`" + `), so that the history comes from etcd. A relay
+  run that had to relist (410 Gone) is reported with its time and marked; a raw watch that gets
+  410 has no number.
 - **Steady state**: each contender in turn watches a namespace of objects that the harness updates
-  round-robin at a fixed rate for a fixed time (unconditional protobuf updates, the cheapest write
-  for the apiserver, from 32 writers; when the cluster cannot keep up, a write waits for a free
-  writer and the achieved rate, which the table reports, falls short of the intended one). For every change the harness records when the
-  write's response arrived, when its own raw watch saw the change, and when an ordered JetStream
+  round-robin at a fixed rate for a fixed time (unconditional protobuf updates, the cheapest
+  write for the apiserver, from 32 writers; when the cluster cannot keep up, a write waits for a
+  free writer and the achieved rate, which the table reports, falls short of the intended one).
+  For every change the harness records when the write's response arrived, when its own raw watch saw the change, and when an ordered JetStream
   consumer (` + "`DeliverNew`" + `, its own connection) received the event; all three clocks are the
   harness process's monotonic clock. *End-to-end* is consumer receipt minus write response.
   *Added* is consumer receipt minus the raw watch's receipt of the same change: the relay has no
@@ -223,17 +249,17 @@ it. Reported numbers are medians over rounds.
   last write is counted as missing.
 - **Memory**: the relay and the naive relay sync N objects, idle (the settle time), then VmRSS
   and VmHWM are read from ` + "`/proc/<pid>/status`" + ` and the Go heap from the last line of
-  ` + "`GODEBUG=gctrace=1`" + ` (the live heap after marking, in whole MB; the table says whether that GC ran after
-  the sync, when the heap holds only what the process keeps, or during it; the runtime forces
-  a GC after 2 idle minutes, hence the default settle of 130 s). Because gctrace rounds to MB,
+  ` + "`GODEBUG=gctrace=1`" + ` (the live heap after marking, in whole MB; the table says whether
+  that GC ran after the sync, when the heap holds only what the process keeps, or during it; the
+  runtime forces a GC after 2 idle minutes, hence the default settle of 130 s). Because gctrace rounds to MB,
   the exact figure comes from running the relay's engine inside the harness (wired as
   ` + "`cmd/relay`" + ` wires it: ` + "`relay.Source`" + `, the checkpoint store and the object index): HeapAlloc
   after two full GCs, minus the same before it started. Bytes per object are the growth between
   the smallest and the largest size, so fixed costs cancel.
 - **CPU**: user plus system seconds of the contender process from ` + "`/proc/<pid>/stat`" + `, per
-  10,000 events; the servers' CPU (nats-server; kube-apiserver plus etcd) over the same interval
-  shows where the rest of the machine went. The ceiling and the raw watch run inside the harness,
-  whose own CPU is not reported.
+  10,000 events; over the same interval, the servers' CPU (nats-server; kube-apiserver plus
+  etcd), the harness's own (load generator, consumer, raw watch, ceiling) and the load of other
+  work sharing the machine: its busy time from ` + "`/proc/stat`" + ` minus all of ours, in cores.
 - **Profiles**: the binary has no pprof endpoint, so the engine in-process is profiled
   (` + "`runtime/pprof`" + `; its goroutines carry the label ` + "`part=relay`" + `, and the tops below are
   restricted to them with ` + "`-tagfocus`" + `). Open a file with ` + "`go tool pprof -http=: <file>`" + `.
