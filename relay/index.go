@@ -57,17 +57,11 @@ func (ix *index) snapshot() map[string]entry {
 	return out
 }
 
-// isReplay reports whether a change of uid at rv was already taken: same object (uid) and a
-// resourceVersion not newer than the one recorded. resourceVersions of one resource type
-// compare as integers; an unparsable one is only compared for equality.
-func (e entry) isReplay(uid, rv string) bool {
-	if e.UID != uid {
-		return false
-	}
-	if e.ResourceVersion == rv {
-		return true
-	}
-	return rvLess(rv, e.ResourceVersion)
+// covers reports whether a change at rv is already covered by the recorded one: the same
+// or an older resourceVersion. resourceVersions of one resource are totally ordered, so this
+// holds whatever the uid; an unparsable one is only compared for equality.
+func (e entry) covers(rv string) bool {
+	return e.ResourceVersion == rv || rvLess(rv, e.ResourceVersion)
 }
 
 // rvLess reports a < b for resourceVersions of the same resource type, false when either is

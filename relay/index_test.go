@@ -2,28 +2,25 @@ package relay
 
 import "testing"
 
-func TestEntryIsReplay(t *testing.T) {
+func TestEntryCovers(t *testing.T) {
 	tests := []struct {
 		name string
 		e    entry
-		uid  string
 		rv   string
 		want bool
 	}{
-		{"same rv", entry{"u1", "10"}, "u1", "10", true},
-		{"older rv", entry{"u1", "10"}, "u1", "9", true},
-		{"older rv, shorter string", entry{"u1", "100"}, "u1", "99", true},
-		{"newer rv", entry{"u1", "10"}, "u1", "11", false},
-		{"newer rv, longer string", entry{"u1", "99"}, "u1", "100", false},
-		{"other uid, same rv", entry{"u1", "10"}, "u2", "10", false},
-		{"other uid, older rv", entry{"u1", "10"}, "u2", "5", false},
-		{"non-integer equal", entry{"u1", "abc"}, "u1", "abc", true},
-		{"non-integer different", entry{"u1", "abc"}, "u1", "abd", false},
+		{"same rv", entry{"u1", "10"}, "10", true},
+		{"older rv", entry{"u1", "10"}, "9", true},
+		{"older rv, shorter string", entry{"u1", "100"}, "99", true},
+		{"newer rv", entry{"u1", "10"}, "11", false},
+		{"newer rv, longer string", entry{"u1", "99"}, "100", false},
+		{"non-integer equal", entry{"u1", "abc"}, "abc", true},
+		{"non-integer different", entry{"u1", "abc"}, "abd", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := tt.e.isReplay(tt.uid, tt.rv); got != tt.want {
-				t.Errorf("%+v.isReplay(%q, %q): got %v, want %v", tt.e, tt.uid, tt.rv, got, tt.want)
+			if got := tt.e.covers(tt.rv); got != tt.want {
+				t.Errorf("%+v.covers(%q): got %v, want %v", tt.e, tt.rv, got, tt.want)
 			}
 		})
 	}

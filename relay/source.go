@@ -295,7 +295,7 @@ func (in *intake) watch(ctx context.Context, rv *string) (opened bool, err error
 func (in *intake) change(ctx context.Context, obj *unstructured.Unstructured, typ watch.EventType) error {
 	key := objectKey(obj)
 	uid, rv := string(obj.GetUID()), obj.GetResourceVersion()
-	if prev, ok := in.index.get(key); ok && (prev.isReplay(uid, rv) || rvLess(rv, prev.ResourceVersion)) {
+	if prev, ok := in.index.get(key); ok && prev.covers(rv) {
 		in.log.Debug().Str("key", key).Str("rv", rv).Msg("replay suppressed")
 		return in.mark(ctx, rv)
 	}
