@@ -41,6 +41,17 @@ type Event struct {
 	// when the body is there. The subject and headers still identify the change: read the
 	// object from the API server if it is needed.
 	BodyOmitted string
+	// OldObject is the previous state of the object as the relay shaped it, for a resource
+	// whose rules publish it (payload objectAndOld); nil otherwise, and when the relay did
+	// not know it (the first change it saw of the object).
+	OldObject json.RawMessage
+	// Patch is the JSON merge patch (RFC 7386) from the previous state to Object, for a
+	// resource whose rules publish it (payload objectAndPatch); nil otherwise, and when the
+	// relay did not know the previous state.
+	Patch json.RawMessage
+	// Redacted lists the field paths whose values the relay replaced with empty strings
+	// (keys kept), e.g. data and stringData of a Secret.
+	Redacted []string
 	// FinalStateUnknown marks a delete the relay inferred from a relist (Origin relist): the
 	// object vanished while nobody watched, so Object holds only apiVersion, kind and the
 	// name, namespace, uid and resourceVersion of the last state published.
@@ -101,10 +112,37 @@ func decode(subject string, h nats.Header, data []byte) (Event, error) {
 		BodyOmitted:       h.Get(event.HeaderBodyOmitted),
 		FinalStateUnknown: h.Get(event.HeaderFinalStateUnknown) == finalStateUnknownValue,
 	}
-	if e.BodyOmitted == "" && len(data) > 0 {
+	if r := h.Get(event.HeaderRedacted); r != "" {
+		e.Redacted = strings.Split(r, ",")
+	}
+	if e.BodyOmitted != "" || len(data) == 0 {
+		return e, nil
+	}
+	switch payload := h.Get(event.HeaderPayload); payload {
+	case "":
 		e.Object = json.RawMessage(data)
+	case event.PayloadObjectAndOld, event.PayloadObjectAndPatch:
+		var body struct {
+			Object    json.RawMessage `json:"object"`
+			OldObject json.RawMessage `json:"oldObject"`
+			Patch     json.RawMessage `json:"patch"`
+		}
+		if err := json.Unmarshal(data, &body); err != nil {
+			return Event{}, fmt.Errorf("decode event on %q: %w: body of payload %s: %w", subject, ErrInvalidEvent, payload, err)
+		}
+		e.Object, e.OldObject, e.Patch = body.Object, nonNull(body.OldObject), nonNull(body.Patch)
+	default:
+		return Event{}, fmt.Errorf("decode event on %q: %w: unknown %s %q", subject, ErrInvalidEvent, event.HeaderPayload, payload)
 	}
 	return e, nil
+}
+
+// nonNull returns nil for an absent or JSON null value.
+func nonNull(v json.RawMessage) json.RawMessage {
+	if len(v) == 0 || string(v) == "null" {
+		return nil
+	}
+	return v
 }
 
 // subjectPrefix returns the prefix under which subject is the subject m describes. Every

@@ -62,6 +62,12 @@ const (
 	// be the object's final state: a delete inferred by a relist carries only
 	// the last identity the relay published.
 	HeaderFinalStateUnknown = "k8s-final-state-unknown"
+	// HeaderPayload, when set, says the body is not the bare object but a JSON object
+	// wrapping it: PayloadObjectAndOld or PayloadObjectAndPatch.
+	HeaderPayload = "k8s-payload"
+	// HeaderRedacted lists, comma-separated, the field paths whose values the relay
+	// replaced with empty strings (keys kept), e.g. "data,stringData" for a Secret.
+	HeaderRedacted = "k8s-redacted"
 )
 
 // Header values.
@@ -79,4 +85,11 @@ const (
 	// BodyOmittedOversize is the HeaderBodyOmitted value for a body larger
 	// than the server's max_payload.
 	BodyOmittedOversize = "oversize"
+	// PayloadObjectAndOld is the HeaderPayload value of a body {"object": ..., "oldObject":
+	// ...}: the new state and the previous one (null when the relay did not know it).
+	PayloadObjectAndOld = "object+old"
+	// PayloadObjectAndPatch is the HeaderPayload value of a body {"object": ..., "patch":
+	// ...}: the new state and the JSON merge patch (RFC 7386) from the previous state to it
+	// (null when the relay did not know the previous state).
+	PayloadObjectAndPatch = "object+patch"
 )

@@ -12,11 +12,19 @@ import (
 // Relay runs a set of sources side by side. A source that fails permanently (forbidden,
 // resource gone) is reported and stops alone; the others carry on.
 type Relay struct {
-	sources []*Source
+	sources    []*Source
+	namespaces *Namespaces
 }
 
 // New returns a relay over sources.
 func New(sources ...*Source) *Relay { return &Relay{sources: sources} }
+
+// WithNamespaces makes Run follow namespace labels with ns (nil: none needed), for the
+// sources that select by them.
+func (r *Relay) WithNamespaces(ns *Namespaces) *Relay {
+	r.namespaces = ns
+	return r
+}
 
 // NotReady returns why the relay is not ready: every source not yet watching or stopped by
 // a permanent error; empty when all are watching.
@@ -43,6 +51,13 @@ func (r *Relay) Run(ctx context.Context) error {
 		mu     sync.Mutex
 		failed []error
 	)
+	if r.namespaces != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = r.namespaces.Run(ctx)
+		}()
+	}
 	for _, s := range r.sources {
 		wg.Add(1)
 		go func() {

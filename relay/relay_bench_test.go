@@ -141,7 +141,8 @@ func BenchmarkSourceMessage(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		md["managedFields"] = mf
-		msg, _, omitted := s.message(obj, event.Modified, event.Live, false)
+		meta := s.meta(obj, event.Modified, event.Live)
+		msg, _, omitted := s.message(meta, s.rules.Shape(obj.Object), nil, false)
 		if omitted {
 			b.Fatal("body omitted")
 		}

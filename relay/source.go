@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/kube-nats-relay/kube-nats-relay/event"
 )
@@ -55,6 +56,12 @@ type intake struct {
 	log   zerolog.Logger
 	// release stops the open watch; set while a watch is open.
 	release func()
+	// cache holds shaped states when the rules need previous states; nil otherwise.
+	cache shapedCache
+	// nsSignal wakes the watch when namespace labels changed; nsChanges returns which, with
+	// their earlier labels. Both are nil without namespace label selection.
+	nsSignal  <-chan struct{}
+	nsChanges func() map[string]map[string]string
 }
 
 // run resumes from rv (empty: no checkpoint) and returns only when ctx ends or on a permanent
@@ -66,10 +73,27 @@ func (in *intake) run(ctx context.Context, rv string) error {
 		origin = event.Relist
 		in.log.Info().Str("rv", rv).Msg("resuming from checkpoint")
 	}
+	if in.src.namespaces != nil {
+		in.nsSignal, in.nsChanges = in.src.namespaces.subscribe()
+		if err := in.src.namespaces.WaitSynced(ctx); err != nil {
+			return nil
+		}
+	}
+	if in.src.rules.NeedsOld() {
+		in.cache = make(shapedCache)
+	}
+	// needPrime: resuming with rules that compare with previous states, read the states at
+	// the checkpoint first.
+	needPrime := !needList && in.cache != nil
 	failures, permanentFailures := 0, 0
 	for ctx.Err() == nil {
 		var err error
-		if needList {
+		switch {
+		case needPrime:
+			if err = in.prime(ctx, rv); err == nil {
+				needPrime = false
+			}
+		case needList:
 			in.src.synced.Store(false)
 			rv, err = in.list(ctx, origin)
 			if err == nil {
@@ -78,7 +102,7 @@ func (in *intake) run(ctx context.Context, rv string) error {
 				needList = false
 				origin = event.Relist
 			}
-		} else {
+		default:
 			start := time.Now()
 			var opened bool
 			opened, err = in.watch(ctx, &rv)
@@ -100,9 +124,15 @@ func (in *intake) run(ctx context.Context, rv string) error {
 		}
 		in.src.synced.Store(false)
 		switch {
-		case isExpired(err):
-			in.log.Info().Str("rv", rv).Err(err).Msg("resourceVersion expired, relisting")
-			needList = true
+		case isExpired(err) || errors.Is(err, errNeedRelist):
+			msg := "resourceVersion expired, relisting"
+			if !isExpired(err) {
+				msg = "namespace catch-up failed, relisting"
+			}
+			in.log.Info().Str("rv", rv).Err(err).Msg(msg)
+			// A relist rebuilds the cache of previous states too (its changes then carry
+			// none where the object changed meanwhile).
+			needList, needPrime = true, false
 			continue
 		case isPermanent(err):
 			// Forbidden, unknown resource (a deleted CRD): retrying soon cannot help, but an
@@ -160,65 +190,44 @@ func permanentBackoff(failures int) time.Duration {
 // list reads every object with a consistent read, page by page, and publishes the
 // difference against the index: everything when the index is empty (origin says why), then
 // deletes for indexed objects that are gone. It returns the list's resourceVersion, which a
-// mark carries so the checkpoint moves there once all of it is acked.
+// mark carries so the checkpoint moves there once all of it is acked. The cache of shaped
+// states, when kept, is rebuilt from the list.
 func (in *intake) list(ctx context.Context, origin event.Origin) (string, error) {
 	start := time.Now()
 	known := in.index.snapshot()
 	seen := make(map[string]struct{}, len(known))
-	var listRV, cont string
 	published, total := 0, 0
-	for {
-		page, err := in.src.client.List(ctx, metav1.ListOptions{
-			LabelSelector: in.src.cfg.LabelSelector,
-			FieldSelector: in.src.cfg.FieldSelector,
-			Limit:         listPageSize,
-			Continue:      cont,
-		})
-		if err != nil {
-			return "", fmt.Errorf("list %s: %w", in.src.describe(), err)
-		}
-		if listRV == "" {
-			listRV = page.GetResourceVersion()
-		}
-		for i := range page.Items {
-			obj := &page.Items[i]
-			key := objectKey(obj)
-			seen[key] = struct{}{}
-			total++
-			uid, rv := string(obj.GetUID()), obj.GetResourceVersion()
-			prev, had := known[key]
-			var t event.Type
-			switch {
-			case had && prev.UID == uid && prev.ResourceVersion == rv:
-				continue // unchanged since published
-			case had && prev.UID != uid:
-				// Deleted and re-created under the same name while we could not watch.
-				if err := in.emitInferredDelete(ctx, key, prev); err != nil {
-					return "", err
-				}
-				published++
-				t = event.Added
-			case had:
-				t = event.Modified
-			default:
-				t = event.Added
-			}
-			in.index.put(key, entry{UID: uid, ResourceVersion: rv})
-			if origin == event.InitialSync && !in.src.cfg.InitialSync {
-				if err := in.emitUnpublished(ctx, obj); err != nil {
-					return "", err
-				}
-				continue
-			}
-			if err := in.emit(ctx, obj, t, origin, ""); err != nil {
-				return "", err
+	listRV, err := in.src.listPages(ctx, "", func(obj *unstructured.Unstructured) error {
+		key := objectKey(obj)
+		seen[key] = struct{}{}
+		total++
+		uid, rv := string(obj.GetUID()), obj.GetResourceVersion()
+		prev, had := known[key]
+		var t event.Type
+		switch {
+		case had && prev.UID == uid && prev.ResourceVersion == rv:
+			return nil // unchanged since published
+		case had && prev.UID != uid:
+			// Deleted and re-created under the same name while we could not watch.
+			if err := in.emitInferredDelete(ctx, key, prev); err != nil {
+				return err
 			}
 			published++
+			had = false
+			t = event.Added
+		case had:
+			t = event.Modified
+		default:
+			t = event.Added
 		}
-		cont = page.GetContinue()
-		if cont == "" {
-			break
+		if origin == event.InitialSync && !in.src.cfg.InitialSync {
+			return in.emitUnpublished(ctx, obj)
 		}
+		published++
+		return in.offer(ctx, obj, t, origin, "", had)
+	})
+	if err != nil {
+		return "", fmt.Errorf("list %s: %w", in.src.describe(), err)
 	}
 	for key, prev := range known {
 		if _, ok := seen[key]; !ok {
@@ -228,12 +237,56 @@ func (in *intake) list(ctx context.Context, origin event.Origin) (string, error)
 			published++
 		}
 	}
+	for key := range in.cache {
+		if _, ok := seen[key]; !ok {
+			delete(in.cache, key)
+		}
+	}
 	if err := in.markUrgent(ctx, listRV); err != nil {
 		return "", err
 	}
-	in.log.Info().Str("origin", string(origin)).Int("objects", total).Int("published", published).
+	in.log.Info().Str("origin", string(origin)).Int("objects", total).Int("changes", published).
 		Str("rv", listRV).Stringer("took", time.Since(start).Round(time.Millisecond)).Msg("listed")
 	return listRV, nil
+}
+
+// listPages reads every object page by page, calling fn for each, and returns the list's
+// resourceVersion. rv empty reads the latest state (a consistent read); otherwise the state
+// at exactly rv, which fails as expired once rv has left etcd's history.
+func (s *Source) listPages(ctx context.Context, rv string, fn func(*unstructured.Unstructured) error) (string, error) {
+	return listPages(ctx, s.client, s.cfg.LabelSelector, s.cfg.FieldSelector, rv, fn)
+}
+
+func listPages(ctx context.Context, client dynamic.ResourceInterface, labelSelector, fieldSelector, rv string, fn func(*unstructured.Unstructured) error) (string, error) {
+	var listRV, cont string
+	opts := metav1.ListOptions{LabelSelector: labelSelector, FieldSelector: fieldSelector, Limit: listPageSize}
+	if rv != "" {
+		opts.ResourceVersion = rv
+		opts.ResourceVersionMatch = metav1.ResourceVersionMatchExact
+	}
+	for {
+		opts.Continue = cont
+		if cont != "" {
+			// A continue token carries the list's resourceVersion itself.
+			opts.ResourceVersion, opts.ResourceVersionMatch = "", ""
+		}
+		page, err := client.List(ctx, opts)
+		if err != nil {
+			return "", fmt.Errorf("list at %q: %w", rv, err)
+		}
+		if listRV == "" {
+			listRV = page.GetResourceVersion()
+		}
+		for i := range page.Items {
+			if err := fn(&page.Items[i]); err != nil {
+				return "", err
+			}
+		}
+		cont = page.GetContinue()
+		if cont == "" {
+			return listRV, nil
+		}
+	}
 }
 
 // watch watches from *rv until the watch ends, advancing *rv with every event and bookmark.
@@ -261,6 +314,11 @@ func (in *intake) watch(ctx context.Context, rv *string) (opened bool, err error
 		select {
 		case <-ctx.Done():
 			return true, nil
+		case <-in.nsSignal:
+			if err := in.catchUp(ctx); err != nil {
+				return true, err
+			}
+			continue
 		case ev, ok = <-w.ResultChan():
 		}
 		if !ok {
@@ -291,11 +349,13 @@ func (in *intake) watch(ctx context.Context, rv *string) (opened bool, err error
 	}
 }
 
-// change publishes a live event unless the index shows it was already taken.
+// change publishes a live event unless the index shows it was already taken or the rules
+// filter it.
 func (in *intake) change(ctx context.Context, obj *unstructured.Unstructured, typ watch.EventType) error {
 	key := objectKey(obj)
 	uid, rv := string(obj.GetUID()), obj.GetResourceVersion()
-	if prev, ok := in.index.get(key); ok && prev.covers(rv) {
+	prev, indexed := in.index.get(key)
+	if indexed && prev.covers(rv) {
 		in.log.Debug().Str("key", key).Str("rv", rv).Msg("replay suppressed")
 		return in.mark(ctx, rv)
 	}
@@ -303,39 +363,35 @@ func (in *intake) change(ctx context.Context, obj *unstructured.Unstructured, ty
 	switch typ {
 	case watch.Added:
 		t = event.Added
-		if prev, ok := in.index.get(key); ok && prev.UID != uid {
+		if indexed && prev.UID != uid {
 			// The old object's DELETED was never seen (it cannot be, on a live watch); keep
 			// the index honest for the relist diff.
 			in.index.remove(key)
+			indexed = false
 		}
 	case watch.Deleted:
 		t = event.Deleted
 	}
-	if t == event.Deleted {
-		in.index.remove(key)
-	} else {
-		in.index.put(key, entry{UID: uid, ResourceVersion: rv})
-	}
-	return in.emit(ctx, obj, t, event.Live, rv)
+	return in.offer(ctx, obj, t, event.Live, rv, indexed)
 }
 
-// emit queues the event for obj; checkpointRV is the resourceVersion the checkpoint may move
-// to once it is acked (empty for list items).
-func (in *intake) emit(ctx context.Context, obj *unstructured.Unstructured, t event.Type, origin event.Origin, checkpointRV string) error {
-	msg, mirror, omitted := in.src.message(obj, t, origin, false)
-	key := objectKey(obj)
+// emitShaped queues the event of a change that passed the rules; checkpointRV is the
+// resourceVersion the checkpoint may move to once it is acked (empty for list items).
+func (in *intake) emitShaped(ctx context.Context, meta event.Meta, shaped, old map[string]any, checkpointRV string, finalStateUnknown bool) error {
+	msg, mirror, omitted := in.src.message(meta, shaped, old, finalStateUnknown)
+	key := metaKey(meta)
 	var record *nats.Msg
-	if t == event.Deleted {
+	if meta.Type == event.Deleted {
 		record = in.src.record(key, "", "")
 	} else {
-		record = in.src.record(key, string(obj.GetUID()), obj.GetResourceVersion())
+		record = in.src.record(key, meta.UID, meta.ResourceVersion)
 	}
 	if omitted {
-		in.log.Warn().Str("key", objectKey(obj)).Str("rv", obj.GetResourceVersion()).
-			Msg("object larger than the server's max payload, publishing a reference without body")
+		in.log.Warn().Str("key", key).Str("rv", meta.ResourceVersion).Str("reason", msg.Header.Get(event.HeaderBodyOmitted)).
+			Msg("publishing a reference without body")
 	}
-	in.log.Debug().Str("type", string(t)).Str("origin", string(origin)).Str("key", objectKey(obj)).
-		Str("rv", obj.GetResourceVersion()).Msg("event")
+	in.log.Debug().Str("type", string(meta.Type)).Str("origin", string(meta.Origin)).Str("key", key).
+		Str("rv", meta.ResourceVersion).Msg("event")
 	return in.send(ctx, &item{key: key, msg: msg, mirror: withID(mirror, msg, "mirror"), index: withID(record, msg, "index"), rv: checkpointRV})
 }
 
@@ -354,12 +410,21 @@ func withID(record, ev *nats.Msg, kind string) *nats.Msg {
 }
 
 // emitUnpublished records obj in the durable index and the state mirror without publishing an
-// event: an initial sync that skips publishing still knows the objects, so that a later
-// relist neither re-announces them nor misses their deletes.
+// event: an initial sync that skips publishing still knows the (selected) objects, so that a
+// later relist neither re-announces them nor misses their deletes.
 func (in *intake) emitUnpublished(ctx context.Context, obj *unstructured.Unstructured) error {
-	ev, mirror, _ := in.src.message(obj, event.Added, event.InitialSync, false)
+	if !in.selected(obj.GetNamespace()) {
+		return nil
+	}
 	key := objectKey(obj)
-	it := &item{key: key, mirror: withID(mirror, ev, "mirror"), index: withID(in.src.record(key, string(obj.GetUID()), obj.GetResourceVersion()), ev, "index")}
+	meta := in.src.meta(obj, event.Added, event.InitialSync)
+	in.index.put(key, entry{UID: meta.UID, ResourceVersion: meta.ResourceVersion})
+	shaped := in.src.rules.Shape(obj.Object)
+	if in.cache != nil {
+		in.cache[key] = shaped
+	}
+	ev, mirror, _ := in.src.message(meta, shaped, nil, false)
+	it := &item{key: key, mirror: withID(mirror, ev, "mirror"), index: withID(in.src.record(key, meta.UID, meta.ResourceVersion), ev, "index")}
 	if it.current() == nil {
 		return nil
 	}
@@ -367,13 +432,30 @@ func (in *intake) emitUnpublished(ctx context.Context, obj *unstructured.Unstruc
 }
 
 // emitInferredDelete queues a DELETED for an object that vanished while nobody watched: its
-// last known identity, marked final-state-unknown.
+// last known identity, marked final-state-unknown. The rules' event-type filter and
+// expression apply; namespace selection does not (the object was relayed).
 func (in *intake) emitInferredDelete(ctx context.Context, key string, prev entry) error {
 	obj := in.src.tombstone(key, prev)
 	in.index.remove(key)
-	msg, mirror, _ := in.src.message(obj, event.Deleted, event.Relist, true)
+	var old map[string]any
+	if in.cache != nil {
+		old = in.cache[key]
+		delete(in.cache, key)
+	}
+	meta := in.src.meta(obj, event.Deleted, event.Relist)
+	v := in.src.rules.Decide(Change{Type: event.Deleted, Origin: event.Relist, Object: obj.Object, Old: old})
+	if !v.Publish {
+		it := &item{key: key, index: in.src.record(key, "", "")}
+		if in.src.mirror != nil {
+			it.mirror = in.src.mirror.Record(meta, nil)
+		}
+		if it.current() == nil {
+			return nil
+		}
+		return in.send(ctx, it)
+	}
 	in.log.Debug().Str("key", key).Str("uid", prev.UID).Msg("inferred delete")
-	return in.send(ctx, &item{key: key, msg: msg, mirror: withID(mirror, msg, "mirror"), index: withID(in.src.record(key, "", ""), msg, "index")})
+	return in.emitShaped(ctx, meta, obj.Object, old, "", true)
 }
 
 func (in *intake) mark(ctx context.Context, rv string) error {
@@ -413,6 +495,14 @@ func (in *intake) send(ctx context.Context, it *item) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// metaKey is objectKey for an event's identity.
+func metaKey(m event.Meta) string {
+	if m.Namespace != "" {
+		return m.Namespace + "/" + m.Name
+	}
+	return m.Name
 }
 
 func objectKey(obj *unstructured.Unstructured) string {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -94,6 +95,9 @@ type SourceConfig struct {
 	MaxPayload int
 	// ShutdownTimeout bounds the wait for in-flight acks and the final checkpoint.
 	ShutdownTimeout time.Duration
+	// Redacted lists, comma-separated, the field paths the rules redact; it is sent as the
+	// k8s-redacted header of every event that has a body.
+	Redacted string
 }
 
 // Source relays one resource (in one namespace, or all) to JetStream.
@@ -107,6 +111,14 @@ type Source struct {
 	key    string
 	index  *index
 	now    func() time.Time
+	// rules filter and shape changes; nsRules and namespaces select by namespace on the
+	// client side (nil: every namespace).
+	rules      Rules
+	nsRules    NamespaceRules
+	namespaces *Namespaces
+	// nsClient reads one namespace of the resource, for catching up on a namespace that
+	// becomes selected.
+	nsClient func(ns string) dynamic.ResourceInterface
 
 	// pipe is the running pipeline, for status.
 	pipe atomic.Pointer[pipeline]
@@ -147,7 +159,21 @@ func NewSource(cfg SourceConfig, client dynamic.Interface, pub Publisher, ckpt C
 	if cfg.Resource.Namespaced && cfg.Namespace != "" {
 		rc = ri.Namespace(cfg.Namespace)
 	}
-	return &Source{cfg: cfg, client: rc, pub: pub, ckpt: ckpt, objIdx: objIdx, key: CheckpointKey(cfg), index: newIndex(), now: time.Now}
+	return &Source{cfg: cfg, client: rc, pub: pub, ckpt: ckpt, objIdx: objIdx, key: CheckpointKey(cfg), index: newIndex(), now: time.Now,
+		rules: defaultRules{}, nsClient: func(ns string) dynamic.ResourceInterface { return ri.Namespace(ns) }}
+}
+
+// WithRules makes the source filter and shape changes with r.
+func (s *Source) WithRules(r Rules) *Source {
+	s.rules = r
+	return s
+}
+
+// WithNamespaceRules makes the source relay only objects whose namespace nr selects; ns
+// supplies namespace labels and must be running (nil when nr does not look at labels).
+func (s *Source) WithNamespaceRules(nr NamespaceRules, ns *Namespaces) *Source {
+	s.nsRules, s.namespaces = nr, ns
+	return s
 }
 
 // WithMirror makes the source keep the state mirror m up to date (before each event).
@@ -303,29 +329,9 @@ func (s *Source) loadOnce(ctx context.Context, log zerolog.Logger) (string, erro
 	return rv, nil
 }
 
-// message builds the JetStream message for a change of obj, and the state mirror's record of
-// it when the source is mirrored.
-func (s *Source) message(obj *unstructured.Unstructured, t event.Type, origin event.Origin, finalStateUnknown bool) (msg, mirror *nats.Msg, omitted bool) {
-	msg, meta, omitted := s.eventMessage(obj, t, origin, finalStateUnknown)
-	if s.mirror == nil {
-		return msg, nil, omitted
-	}
-	switch {
-	case t == event.Deleted:
-		mirror = s.mirror.Record(meta, nil)
-	case omitted:
-		// Too large for the bucket as well: keep the object's identity, like the event.
-		ref, _ := s.tombstone(objectKey(obj), entry{UID: meta.UID, ResourceVersion: meta.ResourceVersion}).MarshalJSON()
-		mirror = s.mirror.Record(meta, ref)
-	default:
-		mirror = s.mirror.Record(meta, msg.Data)
-	}
-	return msg, mirror, omitted
-}
-
-func (s *Source) eventMessage(obj *unstructured.Unstructured, t event.Type, origin event.Origin, finalStateUnknown bool) (msg *nats.Msg, meta event.Meta, omitted bool) {
-	unstructured.RemoveNestedField(obj.Object, "metadata", "managedFields")
-	meta = event.Meta{
+// meta is the identity of a change of obj, read before the rules shape it.
+func (s *Source) meta(obj *unstructured.Unstructured, t event.Type, origin event.Origin) event.Meta {
+	return event.Meta{
 		Cluster:         s.cfg.Cluster,
 		Group:           s.cfg.Resource.Group,
 		Version:         s.cfg.Resource.Version,
@@ -339,22 +345,56 @@ func (s *Source) eventMessage(obj *unstructured.Unstructured, t event.Type, orig
 		Origin:          origin,
 		Time:            s.now(),
 	}
+}
+
+// message builds the JetStream message for a change (shaped is the object as published, old
+// its previous shaped state or nil), and the state mirror's record of it when the source is
+// mirrored.
+func (s *Source) message(meta event.Meta, shaped, old map[string]any, finalStateUnknown bool) (msg, mirror *nats.Msg, omitted bool) {
 	msg = &nats.Msg{Subject: meta.Subject(s.cfg.Prefix).String(), Header: meta.Header()}
 	if finalStateUnknown {
 		msg.Header.Set(event.HeaderFinalStateUnknown, "true")
 	}
-	body, err := obj.MarshalJSON()
-	if err != nil {
+	body, payload, err := s.rules.Body(shaped, old)
+	switch {
+	case err != nil:
 		// An object decoded from JSON always encodes again; keep the event without body.
 		msg.Header.Set(event.HeaderBodyOmitted, "encode: "+err.Error())
-		return msg, meta, true
-	}
-	if s.cfg.MaxPayload > 0 && len(body)+headerSize(msg.Header)+len(msg.Subject) > s.cfg.MaxPayload {
+		omitted = true
+	case s.cfg.MaxPayload > 0 && len(body)+headerSize(msg.Header)+len(msg.Subject) > s.cfg.MaxPayload:
 		msg.Header.Set(event.HeaderBodyOmitted, event.BodyOmittedOversize)
-		return msg, meta, true
+		omitted = true
+	default:
+		msg.Data = body
+		if payload != "" {
+			msg.Header.Set(event.HeaderPayload, payload)
+		}
+		if s.cfg.Redacted != "" {
+			msg.Header.Set(event.HeaderRedacted, s.cfg.Redacted)
+		}
 	}
-	msg.Data = body
-	return msg, meta, false
+	if s.mirror == nil {
+		return msg, nil, omitted
+	}
+	switch {
+	case meta.Type == event.Deleted:
+		mirror = s.mirror.Record(meta, nil)
+	case omitted:
+		// Too large for the bucket as well: keep the object's identity, like the event.
+		ref, _ := s.tombstone(metaKey(meta), entry{UID: meta.UID, ResourceVersion: meta.ResourceVersion}).MarshalJSON()
+		mirror = s.mirror.Record(meta, ref)
+	case payload != "":
+		// The body wraps the object with its old state or a patch: the mirror keeps only
+		// the object.
+		state, err := json.Marshal(shaped)
+		if err != nil {
+			state, _ = s.tombstone(metaKey(meta), entry{UID: meta.UID, ResourceVersion: meta.ResourceVersion}).MarshalJSON()
+		}
+		mirror = s.mirror.Record(meta, state)
+	default:
+		mirror = s.mirror.Record(meta, msg.Data)
+	}
+	return msg, mirror, omitted
 }
 
 // record returns the durable index record of a change, nil without a durable index.

@@ -6,6 +6,8 @@ import (
 	"slices"
 
 	"github.com/kelseyhightower/envconfig"
+
+	"github.com/kube-nats-relay/kube-nats-relay/filter"
 )
 
 // Config is the relay's configuration, read from environment variables. Every
@@ -74,6 +76,15 @@ type Config struct {
 	// list and watch.
 	LabelSelector string `envconfig:"RELAY_LABEL_SELECTOR" desc:"label selector applied by the apiserver, e.g. app=web,tier!=cache"`
 	FieldSelector string `envconfig:"RELAY_FIELD_SELECTOR" desc:"field selector applied by the apiserver, e.g. metadata.name!=kube-root-ca.crt"`
+	// ExcludeNamespaceList and NamespaceSelector select namespaced objects by their
+	// namespace on the relay's side; the selector follows namespaces being labelled later.
+	ExcludeNamespaceList CommaList `envconfig:"RELAY_EXCLUDE_NAMESPACES" desc:"comma-separated namespaces whose objects are not relayed"`
+	NamespaceSelector    string    `envconfig:"RELAY_NAMESPACE_SELECTOR" desc:"label selector on namespaces: only objects in matching namespaces are relayed (needs list and watch on namespaces)"`
+	// EventTypeList limits the event types published; empty publishes all three.
+	EventTypeList CommaList `envconfig:"RELAY_EVENT_TYPES" desc:"comma-separated event types to publish: added, modified, deleted; empty publishes all"`
+	// RulesFile names the per-resource rules (selection, CEL filters, quiet updates,
+	// shaping, redaction): see docs/configuration.md. Its settings override the variables.
+	RulesFile string `envconfig:"RELAY_RULES_FILE" desc:"YAML or JSON file of per-resource rules (docs/configuration.md); overrides the selection variables"`
 
 	// Output.
 
@@ -128,6 +139,9 @@ type Config struct {
 	LogLevel LogLevel `envconfig:"RELAY_LOG_LEVEL" default:"info" desc:"trace, debug, info, warn or error"`
 	// LogFormat is json for collectors or console for terminals.
 	LogFormat LogFormat `envconfig:"RELAY_LOG_FORMAT" default:"json" desc:"json, or console for humans"`
+
+	// rules is the rules file, read by loadConfig after validation; nil without one.
+	rules *filter.File
 }
 
 // loadConfig reads the configuration from the environment and validates it.
@@ -141,6 +155,16 @@ func loadConfig() (Config, error) {
 	}
 	if err := cfg.Validate(); err != nil {
 		return Config{}, err
+	}
+	if cfg.RulesFile != "" {
+		// Validate read it already; a file changed in between is reported the same way.
+		f, err := filter.Load(cfg.RulesFile)
+		if err != nil {
+			var ps problems
+			addRulesProblems(&ps, cfg.RulesFile, err)
+			return Config{}, ps.err()
+		}
+		cfg.rules = f
 	}
 	return cfg, nil
 }
@@ -169,11 +193,12 @@ func (c Config) EmbeddedNATS() bool {
 	return len(c.NATSURL.Items) == 0
 }
 
-// Resources returns the resources to relay, in the order given. Entries that
-// do not parse are left out; Validate reports them.
+// Resources returns the resources to relay: those of RELAY_RESOURCES in the order given,
+// then those only the rules file names. Entries that do not parse are left out; Validate
+// reports them.
 func (c Config) Resources() []ResourceSpec {
 	var specs []ResourceSpec
-	for _, item := range c.ResourceList.Items {
+	for _, item := range c.resourceNames(c.rules) {
 		if spec, err := parseResourceSpec(item); err == nil {
 			specs = append(specs, spec)
 		}
@@ -181,7 +206,58 @@ func (c Config) Resources() []ResourceSpec {
 	return specs
 }
 
+// resourceNames lists the resources as written: RELAY_RESOURCES, then the rules' own.
+func (c Config) resourceNames(rules *filter.File) []string {
+	names := slices.Clone(c.ResourceList.Items)
+	if rules != nil {
+		for _, r := range rules.Resources {
+			if !slices.Contains(names, r.Resource) {
+				names = append(names, r.Resource)
+			}
+		}
+	}
+	return names
+}
+
+// Rule returns the rule for spec: the built-in defaults, overridden by the selection
+// variables, by the rules file's defaults, then by the file's rule for the resource.
+func (c Config) Rule(spec ResourceSpec) filter.Rule {
+	rule := c.envRule()
+	if c.rules == nil {
+		return rule
+	}
+	rule = filter.Merge(rule, c.rules.Defaults)
+	for _, r := range c.rules.Resources {
+		if r.Resource == spec.Raw {
+			rule = filter.Merge(rule, r)
+		}
+	}
+	rule.Resource = spec.Raw
+	return rule
+}
+
+// envRule is the rule the selection variables make.
+func (c Config) envRule() filter.Rule {
+	var r filter.Rule
+	if c.LabelSelector != "" {
+		r.LabelSelector = &c.LabelSelector
+	}
+	if c.FieldSelector != "" {
+		r.FieldSelector = &c.FieldSelector
+	}
+	if c.NamespaceSelector != "" {
+		r.NamespaceSelector = &c.NamespaceSelector
+	}
+	r.Namespaces = slices.Clone(c.NamespaceList.Items)
+	r.ExcludeNamespaces = slices.Clone(c.ExcludeNamespaceList.Items)
+	r.Events = slices.Clone(c.EventTypeList.Items)
+	return r
+}
+
 // Mirrored reports whether spec's resource is kept in the state mirror.
+//
+// (Resources named only in the rules file are mirrored when RELAY_MIRROR_RESOURCES
+// spells them the same way.)
 func (c Config) Mirrored(spec ResourceSpec) bool {
 	return slices.Contains(c.MirrorList.Items, spec.Raw)
 }

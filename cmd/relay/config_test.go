@@ -23,7 +23,9 @@ func configVars(t *testing.T) []string {
 	var names []string
 	typ := reflect.TypeFor[Config]()
 	for i := range typ.NumField() {
-		names = append(names, typ.Field(i).Tag.Get("envconfig"))
+		if name := typ.Field(i).Tag.Get("envconfig"); name != "" {
+			names = append(names, name)
+		}
 	}
 	return names
 }
@@ -232,6 +234,12 @@ func TestConfigInvalid(t *testing.T) {
 		{"missing resources", map[string]string{"RELAY_RESOURCES": ""}, "RELAY_RESOURCES", ""},
 		{"bad namespace", map[string]string{"RELAY_NAMESPACES": "default,Kube_System"}, "RELAY_NAMESPACES", "Kube_System"},
 		{"duplicate namespace", map[string]string{"RELAY_NAMESPACES": "a,b,a"}, "RELAY_NAMESPACES", "a"},
+		{"bad excluded namespace", map[string]string{"RELAY_EXCLUDE_NAMESPACES": "kube.system"}, "RELAY_EXCLUDE_NAMESPACES", "kube.system"},
+		{"namespace included and excluded", map[string]string{"RELAY_NAMESPACES": "a,b", "RELAY_EXCLUDE_NAMESPACES": "b"}, "RELAY_EXCLUDE_NAMESPACES", "b"},
+		{"bad namespace selector", map[string]string{"RELAY_NAMESPACE_SELECTOR": "team in (a"}, "RELAY_NAMESPACE_SELECTOR", "team in (a"},
+		{"unknown event type", map[string]string{"RELAY_EVENT_TYPES": "added,updated"}, "RELAY_EVENT_TYPES", "updated"},
+		{"missing rules file", map[string]string{"RELAY_RULES_FILE": missing}, "RELAY_RULES_FILE", missing},
+		{"mirror of a resource not relayed", map[string]string{"RELAY_MIRROR_RESOURCES": "secrets"}, "RELAY_MIRROR_RESOURCES", "secrets"},
 		{"missing creds file", map[string]string{"NATS_URL": "a:4222", "RELAY_NATS_CREDS": missing}, "RELAY_NATS_CREDS", missing},
 		{"creds is a directory", map[string]string{"NATS_URL": "a:4222", "RELAY_NATS_CREDS": dir}, "RELAY_NATS_CREDS", dir},
 		{"missing kubeconfig", map[string]string{"KUBECONFIG": missing}, "KUBECONFIG", missing},
@@ -389,6 +397,9 @@ func TestConfigDocumentsEveryVariable(t *testing.T) {
 	typ := reflect.TypeFor[Config]()
 	for i := range typ.NumField() {
 		field := typ.Field(i)
+		if !field.IsExported() {
+			continue // state derived from the variables, not a variable
+		}
 		t.Run(field.Name, func(t *testing.T) {
 			name := field.Tag.Get("envconfig")
 			if name == "" || field.Tag.Get("desc") == "" {

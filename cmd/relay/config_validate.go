@@ -17,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/kube-nats-relay/kube-nats-relay/filter"
 )
 
 // Limits imposed by NATS and JetStream.
@@ -163,26 +165,61 @@ func (c Config) validateNATSURLs(ps *problems) {
 
 func (c Config) validateSelection(ps *problems) {
 	const resources = "RELAY_RESOURCES"
-	if len(c.ResourceList.Items) == 0 {
-		ps.add(resources, c.ResourceList.Raw, "required: list the resources to relay, e.g. pods,deployments.apps")
+	var rules *filter.File
+	rulesBroken := false
+	if c.RulesFile != "" {
+		f, err := filter.Load(c.RulesFile)
+		if err != nil {
+			addRulesProblems(ps, c.RulesFile, err)
+			rulesBroken = true
+		}
+		rules = f
+	}
+	// A broken rules file may be what lists the resources: its problems are reported instead.
+	if len(c.ResourceList.Items) == 0 && !rulesBroken && (rules == nil || len(rules.Resources) == 0) {
+		ps.add(resources, c.ResourceList.Raw, "required: list the resources to relay, e.g. pods,deployments.apps (or name them in RELAY_RULES_FILE)")
 	}
 	for _, item := range checkListEntries(ps, resources, c.ResourceList, nil) {
 		if _, err := parseResourceSpec(item); err != nil {
 			ps.add(resources, item, err.Error())
 		}
 	}
+	if rules != nil {
+		for i, r := range rules.Resources {
+			if _, err := parseResourceSpec(r.Resource); err != nil {
+				ps.addf("RELAY_RULES_FILE", c.RulesFile, "resources[%d] (%s): resource: %v", i, r.Resource, err)
+			}
+		}
+	}
 
+	names := c.resourceNames(rules)
 	for _, item := range checkListEntries(ps, "RELAY_MIRROR_RESOURCES", c.MirrorList, nil) {
-		if !slices.Contains(c.ResourceList.Items, item) {
-			ps.add("RELAY_MIRROR_RESOURCES", item, "not in RELAY_RESOURCES: mirror only relayed resources, spelled the same way")
+		if !slices.Contains(names, item) {
+			ps.add("RELAY_MIRROR_RESOURCES", item, "not relayed: mirror only resources of RELAY_RESOURCES or the rules file, spelled the same way")
 		}
 	}
 	if len(c.MirrorList.Items) > 0 && (!bucketRe.MatchString(c.MirrorBucket) || len(c.MirrorBucket) > maxBucketNameLen) {
 		ps.addf("RELAY_MIRROR_BUCKET", c.MirrorBucket, "must be 1-%d letters, digits, '_' or '-'", maxBucketNameLen)
 	}
-	for _, item := range checkListEntries(ps, "RELAY_NAMESPACES", c.NamespaceList, nil) {
-		if len(validation.IsDNS1123Label(item)) > 0 {
-			ps.add("RELAY_NAMESPACES", item, "not a namespace name: at most 63 lower-case letters, digits or '-', starting and ending with a letter or digit")
+	for _, name := range []string{"RELAY_NAMESPACES", "RELAY_EXCLUDE_NAMESPACES"} {
+		list := c.NamespaceList
+		if name == "RELAY_EXCLUDE_NAMESPACES" {
+			list = c.ExcludeNamespaceList
+		}
+		for _, item := range checkListEntries(ps, name, list, nil) {
+			if len(validation.IsDNS1123Label(item)) > 0 {
+				ps.add(name, item, "not a namespace name: at most 63 lower-case letters, digits or '-', starting and ending with a letter or digit")
+			}
+		}
+	}
+	for _, item := range c.ExcludeNamespaceList.Items {
+		if item != "" && slices.Contains(c.NamespaceList.Items, item) {
+			ps.add("RELAY_EXCLUDE_NAMESPACES", item, "also listed in RELAY_NAMESPACES")
+		}
+	}
+	for _, item := range checkListEntries(ps, "RELAY_EVENT_TYPES", c.EventTypeList, nil) {
+		if !slices.Contains([]string{"added", "modified", "deleted"}, item) {
+			ps.add("RELAY_EVENT_TYPES", item, "must be added, modified or deleted")
 		}
 	}
 
@@ -191,6 +228,28 @@ func (c Config) validateSelection(ps *problems) {
 	}
 	if _, err := fields.ParseSelector(c.FieldSelector); err != nil {
 		ps.add("RELAY_FIELD_SELECTOR", c.FieldSelector, "invalid field selector: "+err.Error())
+	}
+	if _, err := labels.Parse(c.NamespaceSelector); err != nil {
+		ps.add("RELAY_NAMESPACE_SELECTOR", c.NamespaceSelector, "invalid label selector: "+err.Error())
+	}
+}
+
+// addRulesProblems reports what is wrong with the rules file at path: every problem of a
+// *filter.ValidationError (rule, field, position), or the read error.
+func addRulesProblems(ps *problems, path string, err error) {
+	var verr *filter.ValidationError
+	if !errors.As(err, &verr) {
+		ps.add("RELAY_RULES_FILE", path, err.Error())
+		return
+	}
+	for _, p := range verr.Problems {
+		line := p.Line
+		p.File, p.Line = "", 0
+		reason := p.String()
+		if line > 0 {
+			reason = fmt.Sprintf("line %d: %s", line, reason)
+		}
+		ps.add("RELAY_RULES_FILE", path, reason)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/kelseyhightower/envconfig"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/kube-nats-relay/kube-nats-relay/checkpoint"
+	"github.com/kube-nats-relay/kube-nats-relay/filter"
 	"github.com/kube-nats-relay/kube-nats-relay/relay"
 )
 
@@ -84,9 +86,12 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	defer conn.close(ctx)
 	nc := conn.nc
 
-	sources, mirrored := sourceConfigs(cfg, resources, nc.MaxPayload())
+	plans, err := planSources(cfg, resources, nc.MaxPayload())
+	if err != nil {
+		return err
+	}
 	js, err := jetstream.New(nc,
-		jetstream.WithPublishAsyncMaxPending(cfg.MaxInflight.Int*len(sources)+1),
+		jetstream.WithPublishAsyncMaxPending(cfg.MaxInflight.Int*len(plans)+1),
 		jetstream.WithPublishAsyncTimeout(publishAsyncTimeout))
 	if err != nil {
 		return fmt.Errorf("jetstream: %w", err)
@@ -120,14 +125,25 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 			return err
 		}
 	}
-	built := make([]*relay.Source, len(sources))
-	for i, sc := range sources {
-		built[i] = relay.NewSource(sc, dyn, js, store, objIdx)
-		if mirrored[i] {
+	// Namespace labels are followed only when a rule selects namespaces by label.
+	var namespaces *relay.Namespaces
+	for _, p := range plans {
+		if p.cfg.Resource.Namespaced && p.rules.NamespaceSelector() != nil {
+			namespaces = relay.NewNamespaces(dyn)
+			break
+		}
+	}
+	built := make([]*relay.Source, len(plans))
+	for i, p := range plans {
+		built[i] = relay.NewSource(p.cfg, dyn, js, store, objIdx).WithRules(sourceRules{p.rules})
+		if p.cfg.Resource.Namespaced {
+			built[i].WithNamespaceRules(sourceRules{p.rules}, namespaces)
+		}
+		if p.mirrored {
 			built[i].WithMirror(mirror)
 		}
 	}
-	rl := relay.New(built...)
+	rl := relay.New(built...).WithNamespaces(namespaces)
 	ready.set(func() []string {
 		if !nc.IsConnected() {
 			return []string{"nats: " + nc.Status().String()}
@@ -144,40 +160,59 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	return err
 }
 
-// sourceConfigs returns one source per resource, or per resource and namespace when
-// namespaces are listed (cluster-scoped resources are always watched whole), and for each
-// whether it feeds the state mirror. resources are in the order of cfg.Resources().
-func sourceConfigs(cfg Config, resources []relay.Resource, maxPayload int64) ([]relay.SourceConfig, []bool) {
-	var out []relay.SourceConfig
-	var mirrored []bool
+// sourcePlan is one source to run: what it watches, whether it feeds the state mirror, and
+// the compiled rules that filter and shape its changes.
+type sourcePlan struct {
+	cfg      relay.SourceConfig
+	mirrored bool
+	rules    *filter.Program
+}
+
+// planSources returns one source per resource, or per resource and namespace when
+// namespaces are listed (cluster-scoped resources are always watched whole). resources are
+// in the order of cfg.Resources(). A rule that does not compile for its resource is a
+// configuration error.
+func planSources(cfg Config, resources []relay.Resource, maxPayload int64) ([]sourcePlan, error) {
+	var out []sourcePlan
+	var ps problems
 	specs := cfg.Resources()
 	for i, r := range resources {
-		m := cfg.Mirrored(specs[i])
+		prog, err := filter.Compile(cfg.Rule(specs[i]), filter.Resource{Group: r.Group, Version: r.Version, Resource: r.Resource})
+		if err != nil {
+			name, value := "RELAY_RULES_FILE", cfg.RulesFile
+			if cfg.RulesFile == "" {
+				name, value = "RELAY_RESOURCES", specs[i].Raw
+			}
+			ps.addf(name, value, "%s: %v", specs[i].Raw, err)
+			continue
+		}
 		base := relay.SourceConfig{
 			Cluster:            cfg.Cluster,
 			Prefix:             cfg.SubjectPrefix,
 			Resource:           r,
-			LabelSelector:      cfg.LabelSelector,
-			FieldSelector:      cfg.FieldSelector,
+			LabelSelector:      prog.LabelSelector(),
+			FieldSelector:      prog.FieldSelector(),
 			InitialSync:        cfg.InitialSync == InitialSyncPublish,
 			Buffer:             cfg.BufferSize.Int,
 			MaxInflight:        cfg.MaxInflight.Int,
 			CheckpointInterval: cfg.CheckpointInterval.Duration,
 			MaxPayload:         int(maxPayload),
 			ShutdownTimeout:    cfg.ShutdownTimeout.Duration,
+			Redacted:           strings.Join(prog.Redacted(), ","),
 		}
-		namespaces := cfg.Namespaces()
+		plan := sourcePlan{cfg: base, mirrored: cfg.Mirrored(specs[i]), rules: prog}
+		namespaces := prog.ServerNamespaces()
 		if !r.Namespaced || len(namespaces) == 0 {
-			out, mirrored = append(out, base), append(mirrored, m)
+			out = append(out, plan)
 			continue
 		}
 		for _, ns := range namespaces {
-			sc := base
-			sc.Namespace = ns
-			out, mirrored = append(out, sc), append(mirrored, m)
+			p := plan
+			p.cfg.Namespace = ns
+			out = append(out, p)
 		}
 	}
-	return out, mirrored
+	return out, ps.err()
 }
 
 func newLogger(cfg Config, w io.Writer) zerolog.Logger {

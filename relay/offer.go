@@ -1,0 +1,154 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kube-nats-relay/kube-nats-relay/event"
+)
+
+// errNeedRelist asks the intake to relist: a namespace catch-up failed.
+var errNeedRelist = errors.New("relist needed")
+
+// shapedCache holds the shaped state of every relayed object of a source whose Rules need
+// the previous state (NeedsOld); sources without such rules have none. It is owned by the
+// intake goroutine.
+type shapedCache map[string]map[string]any
+
+// selected reports whether objects in namespace ns are relayed under the source's namespace
+// rules (always, without any).
+func (in *intake) selected(ns string) bool {
+	nr := in.src.nsRules
+	if nr == nil || ns == "" {
+		return true
+	}
+	var labels map[string]string
+	if in.src.namespaces != nil {
+		labels, _ = in.src.namespaces.Labels(ns)
+	}
+	return nr.Namespace(ns, labels)
+}
+
+// offer runs a change through the source's selection and rules and queues what follows:
+// the event (with its index record and mirror state), only a record when a suppressed
+// delete leaves the index, or only a checkpoint mark. indexed says whether the object has
+// an entry in the index (published before, or known from a skipped initial sync); a delete
+// of such an object is relayed even when its namespace is no longer selected, so that
+// consumers never keep an object that is gone. checkpointRV is as for emit.
+func (in *intake) offer(ctx context.Context, obj *unstructured.Unstructured, t event.Type, origin event.Origin, checkpointRV string, indexed bool) error {
+	key := objectKey(obj)
+	if !in.selected(obj.GetNamespace()) && (t != event.Deleted || !indexed) {
+		if in.cache != nil {
+			delete(in.cache, key)
+		}
+		return in.markIf(ctx, checkpointRV)
+	}
+	meta := in.src.meta(obj, t, origin)
+	shaped := in.src.rules.Shape(obj.Object)
+	var old map[string]any
+	if in.cache != nil {
+		old = in.cache[key]
+		if t == event.Deleted {
+			delete(in.cache, key)
+		} else {
+			in.cache[key] = shaped
+		}
+	}
+	v := in.src.rules.Decide(Change{Type: t, Origin: origin, Object: shaped, Old: old})
+	if v.Err != nil && v.FirstError {
+		in.log.Error().Err(v.Err).Str("key", key).Str("rv", meta.ResourceVersion).
+			Msg("filter expression failed: publishing the change; further failures of this rule are only counted")
+	}
+	if !v.Publish {
+		in.log.Debug().Str("type", string(t)).Str("key", key).Str("rv", meta.ResourceVersion).Str("reason", v.Reason).Msg("change filtered")
+		if t == event.Deleted && indexed {
+			// The object leaves the index (and the mirror) without an event, so that a
+			// relist does not infer its delete later.
+			in.index.remove(key)
+			it := &item{key: key, index: in.src.record(key, "", ""), rv: checkpointRV}
+			if in.src.mirror != nil {
+				it.mirror = in.src.mirror.Record(meta, nil)
+			}
+			if it.current() == nil && checkpointRV == "" {
+				return nil
+			}
+			return in.send(ctx, it)
+		}
+		return in.markIf(ctx, checkpointRV)
+	}
+	if t == event.Deleted {
+		in.index.remove(key)
+	} else {
+		in.index.put(key, entry{UID: meta.UID, ResourceVersion: meta.ResourceVersion})
+	}
+	return in.emitShaped(ctx, meta, shaped, old, checkpointRV, false)
+}
+
+// markIf queues a checkpoint mark at rv unless rv is empty (list items do not move the
+// checkpoint).
+func (in *intake) markIf(ctx context.Context, rv string) error {
+	if rv == "" {
+		return nil
+	}
+	return in.mark(ctx, rv)
+}
+
+// prime fills the cache of shaped objects with the state at resourceVersion rv, read with an
+// exact list, so that the first change after a resume is compared with the state the relay
+// had seen rather than with nothing. It returns an expired error when rv has left etcd's
+// history; the caller relists then.
+func (in *intake) prime(ctx context.Context, rv string) error {
+	cache := make(shapedCache)
+	_, err := in.src.listPages(ctx, rv, func(obj *unstructured.Unstructured) error {
+		if in.selected(obj.GetNamespace()) {
+			cache[objectKey(obj)] = in.src.rules.Shape(obj.Object)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("list %s at the checkpoint: %w", in.src.describe(), err)
+	}
+	in.cache = cache
+	in.log.Info().Int("objects", len(cache)).Str("rv", rv).Msg("previous states loaded for filters")
+	return nil
+}
+
+// catchUp publishes the objects of namespaces that have just become selected (their labels
+// now match): each object not yet published comes out as added (modified when an older
+// state was published before the namespace left the selection), from a consistent list of
+// the namespace. Later watch events older than the list are then replays the index drops.
+func (in *intake) catchUp(ctx context.Context) error {
+	for ns, before := range in.nsChanges() {
+		if in.src.nsRules.Namespace(ns, before) || !in.selected(ns) {
+			continue // was selected already, or still is not
+		}
+		start := time.Now()
+		listCtx, cancel := context.WithTimeout(ctx, nsCatchUpTimeout)
+		published := 0
+		_, err := listPages(listCtx, in.src.nsClient(ns), in.src.cfg.LabelSelector, in.src.cfg.FieldSelector, "", func(obj *unstructured.Unstructured) error {
+			key := objectKey(obj)
+			prev, indexed := in.index.get(key)
+			if indexed && prev.UID == string(obj.GetUID()) && prev.covers(obj.GetResourceVersion()) {
+				return nil
+			}
+			t := event.Added
+			if indexed && prev.UID == string(obj.GetUID()) {
+				t = event.Modified
+			}
+			published++
+			return in.offer(listCtx, obj, t, event.Relist, "", indexed && t == event.Modified)
+		})
+		cancel()
+		if err != nil {
+			// The changes are taken: a relist is the catch-up that cannot be lost.
+			return fmt.Errorf("%w: list newly selected namespace %s: %w", errNeedRelist, ns, err)
+		}
+		in.log.Info().Str("selected_namespace", ns).Int("changes", published).
+			Stringer("took", time.Since(start).Round(time.Millisecond)).Msg("namespace selected: caught up on its objects")
+	}
+	return nil
+}
