@@ -109,31 +109,41 @@ func (m Meta) Validate() error {
 // cluster-scoped objects). It does not validate: call Validate first.
 func (m Meta) Header() nats.Header {
 	id := m.ID()
-	h := nats.Header{}
-	h.Set(HeaderMsgID, id)
-	h.Set(HeaderCESpecVersion, CESpecVersion)
-	h.Set(HeaderCEID, id)
-	h.Set(HeaderCESource, m.ceSource())
-	h.Set(HeaderCEType, CETypePrefix+string(m.Type))
-	h.Set(HeaderCESubject, m.ceSubject())
-	if !m.Time.IsZero() {
-		h.Set(HeaderCETime, m.Time.UTC().Format(time.RFC3339Nano))
+	// One map sized for every header (and the two a source may add) and one backing array
+	// for the values: building headers is on every event's path.
+	h := make(nats.Header, headerCount+2)
+	vals := make([]string, 0, headerCount)
+	set := func(k, v string) {
+		vals = append(vals, v)
+		h[k] = vals[len(vals)-1 : len(vals) : len(vals)]
 	}
-	h.Set(HeaderContentType, ContentTypeJSON)
-	h.Set(HeaderCEDataContentType, ContentTypeJSON)
-	h.Set(HeaderKind, m.Kind)
-	h.Set(HeaderAPIVersion, m.APIVersion())
-	h.Set(HeaderGroup, m.Group)
-	h.Set(HeaderVersion, m.Version)
-	h.Set(HeaderResource, m.Resource)
-	h.Set(HeaderNamespace, m.Namespace)
-	h.Set(HeaderName, m.Name)
-	h.Set(HeaderUID, m.UID)
-	h.Set(HeaderResourceVersion, m.ResourceVersion)
-	h.Set(HeaderOrigin, string(m.Origin))
-	h.Set(HeaderCluster, m.Cluster)
+	set(HeaderMsgID, id)
+	set(HeaderCESpecVersion, CESpecVersion)
+	set(HeaderCEID, id)
+	set(HeaderCESource, m.ceSource())
+	set(HeaderCEType, CETypePrefix+string(m.Type))
+	set(HeaderCESubject, m.ceSubject())
+	if !m.Time.IsZero() {
+		set(HeaderCETime, m.Time.UTC().Format(time.RFC3339Nano))
+	}
+	set(HeaderContentType, ContentTypeJSON)
+	set(HeaderCEDataContentType, ContentTypeJSON)
+	set(HeaderKind, m.Kind)
+	set(HeaderAPIVersion, m.APIVersion())
+	set(HeaderGroup, m.Group)
+	set(HeaderVersion, m.Version)
+	set(HeaderResource, m.Resource)
+	set(HeaderNamespace, m.Namespace)
+	set(HeaderName, m.Name)
+	set(HeaderUID, m.UID)
+	set(HeaderResourceVersion, m.ResourceVersion)
+	set(HeaderOrigin, string(m.Origin))
+	set(HeaderCluster, m.Cluster)
 	return h
 }
+
+// headerCount is the number of headers Header writes.
+const headerCount = 20
 
 // MetaFromHeader reads the Meta of an event from its headers and checks
 // them. Every header Header writes must be present exactly once and

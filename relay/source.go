@@ -258,35 +258,59 @@ func (s *Source) listPages(ctx context.Context, rv string, fn func(*unstructured
 }
 
 func listPages(ctx context.Context, client dynamic.ResourceInterface, labelSelector, fieldSelector, rv string, fn func(*unstructured.Unstructured) error) (string, error) {
-	var listRV, cont string
-	opts := metav1.ListOptions{LabelSelector: labelSelector, FieldSelector: fieldSelector, Limit: listPageSize}
-	if rv != "" {
-		opts.ResourceVersion = rv
-		opts.ResourceVersionMatch = metav1.ResourceVersionMatchExact
+	type result struct {
+		page *unstructured.UnstructuredList
+		err  error
 	}
-	for {
-		opts.Continue = cont
-		if cont != "" {
-			// A continue token carries the list's resourceVersion itself.
-			opts.ResourceVersion, opts.ResourceVersionMatch = "", ""
+	// The next page is fetched while fn handles the current one: a list of many pages then
+	// costs about the apiserver's time or ours, not their sum. One page ahead bounds the
+	// memory to two pages.
+	pages := make(chan result, 1)
+	fetchCtx, cancel := context.WithCancel(ctx)
+	defer func() {
+		cancel()
+		for range pages { // wait for the fetcher to stop
 		}
-		page, err := client.List(ctx, opts)
-		if err != nil {
-			return "", fmt.Errorf("list at %q: %w", rv, err)
+	}()
+	go func() {
+		defer close(pages)
+		opts := metav1.ListOptions{LabelSelector: labelSelector, FieldSelector: fieldSelector, Limit: listPageSize}
+		if rv != "" {
+			opts.ResourceVersion = rv
+			opts.ResourceVersionMatch = metav1.ResourceVersionMatchExact
+		}
+		for {
+			page, err := client.List(fetchCtx, opts)
+			select {
+			case pages <- result{page, err}:
+			case <-fetchCtx.Done():
+				return
+			}
+			if err != nil || page.GetContinue() == "" {
+				return
+			}
+			// A continue token carries the list's resourceVersion itself.
+			opts.Continue, opts.ResourceVersion, opts.ResourceVersionMatch = page.GetContinue(), "", ""
+		}
+	}()
+	var listRV string
+	for r := range pages {
+		if r.err != nil {
+			return "", fmt.Errorf("list at %q: %w", rv, r.err)
 		}
 		if listRV == "" {
-			listRV = page.GetResourceVersion()
+			listRV = r.page.GetResourceVersion()
 		}
-		for i := range page.Items {
-			if err := fn(&page.Items[i]); err != nil {
+		for i := range r.page.Items {
+			if err := fn(&r.page.Items[i]); err != nil {
 				return "", err
 			}
 		}
-		cont = page.GetContinue()
-		if cont == "" {
-			return listRV, nil
-		}
 	}
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	return listRV, nil
 }
 
 // watch watches from *rv until the watch ends, advancing *rv with every event and bookmark.
