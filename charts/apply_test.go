@@ -1,0 +1,128 @@
+package charts_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kube-nats-relay/kube-nats-relay/internal/relaytest"
+)
+
+// kubectl runs the kubectl of `make tools` as the test apiserver's admin and returns its
+// stdout and stderr (warnings go there).
+func kubectl(t *testing.T, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	cmd := exec.Command(tool(t, "kubectl"), append([]string{"--kubeconfig", env.Kube.KubeconfigPath()}, args...)...)
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err = cmd.Run()
+	return o.String(), e.String(), err
+}
+
+func kubeClient(t *testing.T) *kubernetes.Clientset {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(env.Kube.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
+// ensureNamespace creates a namespace (if missing) that enforces the restricted Pod Security
+// Standard, so that the apiserver checks the chart's pod template against it.
+func ensureNamespace(t *testing.T, cs *kubernetes.Clientset, name string) {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+		"pod-security.kubernetes.io/enforce": "restricted",
+		"pod-security.kubernetes.io/warn":    "restricted",
+	}}}
+	if _, err := cs.CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+}
+
+// applyManifests applies YAML server-side (dryRun: validated and admitted, not stored) and
+// fails on an error or a warning (a Pod Security violation is a warning on a Deployment).
+func applyManifests(t *testing.T, manifests string, dryRun bool) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "manifests.yaml")
+	if err := os.WriteFile(path, []byte(manifests), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"apply", "--server-side", "--field-manager=chart-test", "-f", path}
+	if dryRun {
+		args = append(args, "--dry-run=server")
+	}
+	out, stderr, err := kubectl(t, args...)
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\n%s%s", strings.Join(args, " "), err, out, stderr)
+	}
+	if strings.TrimSpace(stderr) != "" {
+		t.Errorf("kubectl apply warned:\n%s", stderr)
+	}
+	return out
+}
+
+// TestRenderedObjectsApply sends every variant's objects to the real apiserver with a
+// server-side dry run (schema, defaulting, admission including Pod Security "restricted"),
+// and creates the default variant for real. The ServiceMonitor goes to a minimal stand-in
+// CRD (testdata/servicemonitor-crd.yaml): the apiserver routes it, the Prometheus Operator's
+// own schema is not checked.
+func TestRenderedObjectsApply(t *testing.T) {
+	cs := kubeClient(t)
+	for _, ns := range []string{"team-a", "team-b", "team-c", "leases"} {
+		ensureNamespace(t, cs, ns)
+	}
+	crd := string(mustRead(t, "testdata/servicemonitor-crd.yaml"))
+	applyManifests(t, crd, false)
+	if out, stderr, err := kubectl(t, "wait", "--for=condition=Established", "--timeout=60s", "crd/servicemonitors.monitoring.coreos.com"); err != nil {
+		t.Fatalf("ServiceMonitor CRD not established: %v\n%s%s", err, out, stderr)
+	}
+
+	for _, tc := range []struct {
+		name  string
+		files []string
+		sets  []string
+		real  bool
+	}{
+		{"defaults", nil, nil, true},
+		{"replicas", nil, []string{"replicaCount=2", "leaderElection.namespace=leases"}, false},
+		{"namespaces", []string{"namespaces.yaml"}, nil, false},
+		{"rules", []string{"rules.yaml"}, nil, false},
+		{"servicemonitor", []string{"servicemonitor.yaml"}, nil, false},
+		{"nats secret", []string{"nats-secret.yaml"}, nil, false},
+		{"embedded", []string{"embedded.yaml"}, nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ns := relaytest.Name(t)
+			ensureNamespace(t, cs, ns)
+			r := render(t, ns, tc.files, tc.sets)
+			out := applyManifests(t, r.yaml, !tc.real)
+			for _, o := range r.objs {
+				if !strings.Contains(strings.ToLower(out), strings.ToLower(o.Kind)+"/"+o.Name) &&
+					!strings.Contains(strings.ToLower(out), "/"+o.Name+" serverside-applied") {
+					t.Errorf("kubectl did not apply %s %s:\n%s", o.Kind, o.Name, out)
+				}
+			}
+			if !tc.real {
+				return
+			}
+			d, err := cs.AppsV1().Deployments(ns).Get(context.Background(), fullname, metav1.GetOptions{})
+			if err != nil {
+				t.Fatalf("get the created Deployment: %v", err)
+			}
+			if got := d.Spec.Template.Spec.ServiceAccountName; got != fullname {
+				t.Errorf("stored Deployment runs as %q, want %q", got, fullname)
+			}
+		})
+	}
+}
