@@ -69,7 +69,10 @@ func run(t *testing.T, name string, args ...string) (string, error) {
 func helmArgs(files []string, sets []string) []string {
 	var args []string
 	for _, f := range files {
-		args = append(args, "--values", filepath.Join("testdata", f))
+		if !filepath.IsAbs(f) {
+			f = filepath.Join("testdata", f)
+		}
+		args = append(args, "--values", f)
 	}
 	for _, s := range sets {
 		args = append(args, "--set", s)

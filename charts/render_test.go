@@ -1,6 +1,7 @@
 package charts_test
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -72,7 +73,7 @@ func checkRBAC(t *testing.T, r *rendered, want rbacWant) {
 			t.Fatalf("ClusterRoles %v, want exactly %s", keys(crs), releaseNS+"-"+fullname)
 		}
 		if got := grants(cr.Rules); !slices.Equal(got, want.cluster) {
-			t.Errorf("ClusterRole grants\n got %q\nwant %q", got, want.cluster)
+			t.Errorf("ClusterRole grants %s", diff(got, want.cluster))
 		}
 		checkBinding(t, r, "ClusterRoleBinding", "", cr.Name, "ClusterRole")
 	}
@@ -87,7 +88,7 @@ func checkRBAC(t *testing.T, r *rendered, want rbacWant) {
 			continue
 		}
 		if got := grants(role.Rules); !slices.Equal(got, g) {
-			t.Errorf("Role %s grants\n got %q\nwant %q", key, got, g)
+			t.Errorf("Role %s grants %s", key, diff(got, g))
 		}
 		checkBinding(t, r, "RoleBinding", ns, fullname, "Role")
 	}
@@ -134,6 +135,22 @@ func checkBinding(t *testing.T, r *rendered, kind, ns, name, roleKind string) {
 		return
 	}
 	t.Errorf("no %s %s/%s", kind, ns, name)
+}
+
+// diff describes how got differs from want: what is missing and what is extra.
+func diff(got, want []string) string {
+	var missing, extra []string
+	for _, w := range want {
+		if !slices.Contains(got, w) {
+			missing = append(missing, w)
+		}
+	}
+	for _, g := range got {
+		if !slices.Contains(want, g) {
+			extra = append(extra, g)
+		}
+	}
+	return fmt.Sprintf("differ: missing %q, extra %q", missing, extra)
 }
 
 func keys[V any](m map[string]V) []string {

@@ -91,7 +91,6 @@ selfsubjectrulesreviews.authorization.k8s.io
 subjectaccessreviews.authorization.k8s.io
 certificatesigningrequests.certificates.k8s.io
 clustertrustbundles.certificates.k8s.io
-podcertificaterequests.certificates.k8s.io
 storageversionmigrations.storagemigration.k8s.io
 flowschemas.flowcontrol.apiserver.k8s.io
 prioritylevelconfigurations.flowcontrol.apiserver.k8s.io
