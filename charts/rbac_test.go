@@ -95,6 +95,7 @@ func TestRelayWithTheChartsServiceAccount(t *testing.T) {
 	if addr == nil {
 		t.Fatalf("no address in the relay's health server line:\n%s", p.Output())
 	}
+	waitLine(t, p, `"message":"relay started"`, `"version":"dev`) // the unstamped build's version
 	if line := waitLine(t, p, "resource failing", "secrets"); !strings.Contains(line, `"level":"error"`) {
 		t.Errorf("the refused resource is reported as %s, want an error", line)
 	}
