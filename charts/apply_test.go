@@ -72,6 +72,47 @@ func applyManifests(t *testing.T, manifests string, dryRun bool) string {
 	return out
 }
 
+// ensureServiceMonitorCRD installs the stand-in ServiceMonitor CRD and waits until it serves.
+func ensureServiceMonitorCRD(t *testing.T) {
+	t.Helper()
+	applyManifests(t, string(mustRead(t, "testdata/servicemonitor-crd.yaml")), false)
+	if out, stderr, err := kubectl(t, "wait", "--for=condition=Established", "--timeout=60s", "crd/servicemonitors.monitoring.coreos.com"); err != nil {
+		t.Fatalf("ServiceMonitor CRD not established: %v\n%s%s", err, out, stderr)
+	}
+}
+
+// TestHelmInstall installs the chart for real with helm (two replicas, rules, ServiceMonitor)
+// and checks the release's notes, then uninstalls it.
+func TestHelmInstall(t *testing.T) {
+	cs := kubeClient(t)
+	ensureServiceMonitorCRD(t)
+	ensureNamespace(t, cs, "team-a")
+	ensureNamespace(t, cs, "team-c")
+	ns := relaytest.Name(t)
+	ensureNamespace(t, cs, ns)
+	helm := tool(t, "helm")
+	kc := env.Kube.KubeconfigPath()
+	args := append([]string{"install", "relay", chartDir, "--kubeconfig", kc, "--namespace", ns},
+		helmArgs([]string{"rules.yaml", "servicemonitor.yaml"}, []string{"replicaCount=2"})...)
+	out, err := run(t, helm, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if out, err := run(t, helm, "uninstall", "relay", "--kubeconfig", kc, "--namespace", ns, "--wait"); err != nil {
+			t.Errorf("helm uninstall: %v\n%s", err, out)
+		}
+	})
+	for _, want := range []string{"STATUS: deployed", "NOTES:", "Leader election is on (2 replicas)", "Lease\n" + ns + "/" + fullname, "ServiceMonitor " + fullname} {
+		if !strings.Contains(out, want) {
+			t.Errorf("helm install output lacks %q:\n%s", want, out)
+		}
+	}
+	if _, err := cs.RbacV1().Roles(ns).Get(context.Background(), fullname+"-leader-election", metav1.GetOptions{}); err != nil {
+		t.Errorf("leader election Role after helm install: %v", err)
+	}
+}
+
 // TestRenderedObjectsApply sends every variant's objects to the real apiserver with a
 // server-side dry run (schema, defaulting, admission including Pod Security "restricted"),
 // and creates the default variant for real. The ServiceMonitor goes to a minimal stand-in
@@ -82,11 +123,7 @@ func TestRenderedObjectsApply(t *testing.T) {
 	for _, ns := range []string{"team-a", "team-b", "team-c", "leases"} {
 		ensureNamespace(t, cs, ns)
 	}
-	crd := string(mustRead(t, "testdata/servicemonitor-crd.yaml"))
-	applyManifests(t, crd, false)
-	if out, stderr, err := kubectl(t, "wait", "--for=condition=Established", "--timeout=60s", "crd/servicemonitors.monitoring.coreos.com"); err != nil {
-		t.Fatalf("ServiceMonitor CRD not established: %v\n%s%s", err, out, stderr)
-	}
+	ensureServiceMonitorCRD(t)
 
 	for _, tc := range []struct {
 		name  string
