@@ -54,6 +54,16 @@ func ensureNamespace(t *testing.T, cs *kubernetes.Clientset, name string) {
 // fails on an error or a warning (a Pod Security violation is a warning on a Deployment).
 func applyManifests(t *testing.T, manifests string, dryRun bool) string {
 	t.Helper()
+	out, warnings := applyWarnings(t, manifests, dryRun)
+	if warnings != "" {
+		t.Errorf("kubectl apply warned:\n%s", warnings)
+	}
+	return out
+}
+
+// applyWarnings applies like applyManifests and returns kubectl's output and warnings.
+func applyWarnings(t *testing.T, manifests string, dryRun bool) (out, warnings string) {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "manifests.yaml")
 	if err := os.WriteFile(path, []byte(manifests), 0o600); err != nil {
 		t.Fatal(err)
@@ -66,10 +76,7 @@ func applyManifests(t *testing.T, manifests string, dryRun bool) string {
 	if err != nil {
 		t.Fatalf("kubectl %s: %v\n%s%s", strings.Join(args, " "), err, out, stderr)
 	}
-	if strings.TrimSpace(stderr) != "" {
-		t.Errorf("kubectl apply warned:\n%s", stderr)
-	}
-	return out
+	return out, strings.TrimSpace(stderr)
 }
 
 // ensureServiceMonitorCRD installs the stand-in ServiceMonitor CRD and waits until it serves.
@@ -110,6 +117,17 @@ func TestHelmInstall(t *testing.T) {
 	}
 	if _, err := cs.RbacV1().Roles(ns).Get(context.Background(), fullname+"-leader-election", metav1.GetOptions{}); err != nil {
 		t.Errorf("leader election Role after helm install: %v", err)
+	}
+}
+
+// TestPodSecurityViolationIsNoticed shows that the apply tests would notice a pod template
+// outside the restricted Pod Security Standard.
+func TestPodSecurityViolationIsNoticed(t *testing.T) {
+	ns := relaytest.Name(t)
+	ensureNamespace(t, kubeClient(t), ns)
+	r := render(t, ns, nil, []string{"securityContext.allowPrivilegeEscalation=true"})
+	if _, warnings := applyWarnings(t, r.yaml, true); !strings.Contains(warnings, "allowPrivilegeEscalation") {
+		t.Errorf("no Pod Security warning for allowPrivilegeEscalation=true; kubectl warned: %q", warnings)
 	}
 }
 
