@@ -364,6 +364,15 @@ func TestTemplateRulesFile(t *testing.T) {
 	})
 }
 
+func TestTemplateRulesList(t *testing.T) {
+	r := render(t, releaseNS, []string{"rules-list.yaml"}, nil)
+	checkEnv(t, r.deployment(t), map[string]string{"RELAY_RULES_FILE": "/etc/kube-nats-relay/rules/rules.yaml"})
+	checkRBAC(t, r, rbacWant{
+		cluster:    listWatch("/configmaps", "batch/jobs"),
+		namespaced: map[string][]string{"team-c": listWatch("/services")},
+	})
+}
+
 func TestTemplateNamespaceSelector(t *testing.T) {
 	r := render(t, releaseNS, nil, []string{"relay.namespaceSelector=relay=on", "relay.namespaces={team-a}"})
 	checkEnv(t, r.deployment(t), map[string]string{"RELAY_NAMESPACE_SELECTOR": "relay=on"})

@@ -132,8 +132,9 @@ group; otherwise everything after the first dot is the group. The relay resolves
 kube-nats-relay.rbacPlan: what the relay must list and watch, as YAML:
   cluster: ["group/resource", ...]          granted by the ClusterRole
   namespaced: {namespace: ["group/resource"]} granted by a Role in each namespace
-From relay.resources with relay.namespaces, and from each rule of `rules` (its `resource` or
-`resources`, its `namespaces`, else relay.namespaces). A resource is granted cluster-wide when
+From relay.resources with relay.namespaces, and from each rule of `rules` (the entries of
+rules.rules and rules.resources, or of `rules` itself when it is a list): its `resource` or
+`resources` (or the entry itself when it is a string), its `namespaces`, else relay.namespaces. A resource is granted cluster-wide when
 it is cluster-scoped, when no namespaces apply, or when a namespace selector (relay's or the
 rule's) applies; a namespace selector also needs list and watch on namespaces.
 */}}
@@ -147,9 +148,13 @@ rule's) applies; a namespace selector also needs list and watch on namespaces.
 {{- if kindIs "map" $v.rules }}
 {{- $rules = $v.rules.rules | default list }}
 {{- if kindIs "slice" $v.rules.resources }}{{ $rules = concat $rules $v.rules.resources }}{{ end }}
+{{- else if kindIs "slice" $v.rules }}
+{{- $rules = $v.rules }}
 {{- end }}
 {{- range $rules }}
-{{- if kindIs "map" . }}
+{{- if kindIs "string" . }}
+{{- $entries = append $entries (dict "resources" (list .) "namespaces" ($v.relay.namespaces | default list) "selector" (ne ($v.relay.namespaceSelector | default "") "")) }}
+{{- else if kindIs "map" . }}
 {{- $res := list }}
 {{- if .resource }}{{ $res = append $res .resource }}{{ end }}
 {{- if kindIs "slice" .resources }}{{ $res = concat $res .resources }}{{ end }}
