@@ -1,7 +1,8 @@
 # kube-nats-relay: a static relay binary on an empty base image.
 #
-#   docker build -t kube-nats-relay .
-#   docker run --rm kube-nats-relay --help      # every environment variable with its default
+#   docker build --build-arg VERSION=v1.2.3 -t kube-nats-relay:v1.2.3 .
+#   docker run --rm kube-nats-relay:v1.2.3 --version
+#   docker run --rm kube-nats-relay:v1.2.3 --help      # every environment variable with its default
 #
 # Needs BuildKit (the default builder since Docker Engine 23) for the build-cache mount.
 # The relay is configured only through environment variables (see `relay --help`). Without
@@ -20,10 +21,13 @@ COPY go.mod go.sum ./
 RUN go mod download && go mod verify
 
 COPY . .
-# Static (no cgo, so no libc in the image), reproducible paths, no symbol tables.
+# The release the binary reports (`relay --version`, the "relay started" log line).
+ARG VERSION=dev
+# Static (no cgo, so no libc in the image), reproducible paths, no symbol tables, the version
+# stamped in.
 RUN --mount=type=cache,target=/root/.cache/go-build \
     CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH \
-    go build -trimpath -ldflags='-s -w' -o /relay ./cmd/relay
+    go build -trimpath -ldflags="-s -w -X main.version=${VERSION}" -o /relay ./cmd/relay
 
 # The final image has no shell to create these: the data directory of the embedded
 # nats-server, owned by the relay's user so that a fresh volume on /data is writable, and
@@ -33,6 +37,9 @@ RUN mkdir -p /rootfs/data /rootfs/etc \
     && echo 'nonroot:x:65532:' >/rootfs/etc/group
 
 FROM scratch
+ARG VERSION=dev
+LABEL org.opencontainers.image.title="kube-nats-relay" \
+      org.opencontainers.image.version="${VERSION}"
 # CA certificates for TLS to NATS (RELAY_NATS_TLS_CA adds a private CA) and to the apiserver
 # when a kubeconfig names no CA.
 COPY --from=build /etc/ssl/certs/ca-certificates.crt /etc/ssl/certs/ca-certificates.crt

@@ -13,7 +13,7 @@ build:
 	$(GO) build ./...
 
 ## tools: build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl,
-## nats-server and nats into .bin (skipped when already built for the pinned versions).
+## nats-server, nats and helm into .bin (skipped when already built for the pinned versions).
 tools:
 	hack/build-tools.sh
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the binaries of the test bed and the local cluster from the pinned modules under
 # hack/tools into .bin (or $TESTENV_BIN_DIR): kube-apiserver and kubectl from
-# k8s.io/kubernetes, etcd, nats-server and the nats CLI.
+# k8s.io/kubernetes, etcd, nats-server and the nats CLI, and helm for the chart tests.
 # A module's binaries are rebuilt only when its go.mod or go.sum, or the Go version, changed.
 set -euo pipefail
 
@@ -38,3 +38,4 @@ build() {
 build etcd ./cmd/etcd
 build nats github.com/nats-io/nats-server/v2 github.com/nats-io/natscli/nats
 build kube k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubectl
+build helm helm.sh/helm/v3/cmd/helm

@@ -24,6 +24,10 @@ const (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if len(os.Args) == 2 && (os.Args[1] == "--version" || os.Args[1] == "version") {
+		printVersion(os.Stdout)
+		return
+	}
 	os.Exit(exitCode(run(ctx, os.Args, os.Stderr), os.Stderr))
 }
 

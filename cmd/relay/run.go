@@ -150,7 +150,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 		return nil
 	}, rl.NotReady)
-	log.Info().Int("sources", len(built)).Str("stream", cfg.Stream).Str("bucket", cfg.CheckpointBucket).
+	log.Info().Str("version", buildVersion()).Int("sources", len(built)).Str("stream", cfg.Stream).Str("bucket", cfg.CheckpointBucket).
 		Str("index_bucket", cfg.IndexBucket).Msg("relay started")
 	err = rl.Run(ctx)
 	log.Info().Msg("relay stopped")

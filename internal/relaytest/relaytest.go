@@ -154,6 +154,9 @@ func (p *Process) Stop(t testing.TB) {
 	}
 }
 
+// Output returns what the relay has written to stdout and stderr so far.
+func (p *Process) Output() string { return p.out.String() }
+
 // WaitWatching waits until the relay has written sources checkpoints in bucket: every source
 // has listed and watches, so each later change becomes an event. It fails the test if the
 // relay exits first.

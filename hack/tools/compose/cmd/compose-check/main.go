@@ -1,13 +1,14 @@
 // Command compose-check loads a compose file with compose-go, the loader of the docker compose
 // CLI, and fails on anything it rejects, without a container engine.
 //
-//	compose-check [-os-env] [-env KEY=VALUE]... [-service NAME -env-out FILE] docker-compose.yml
+//	compose-check [-os-env] [-env KEY=VALUE]... [-profile NAME]... [-service NAME -env-out FILE] docker-compose.yml
 //
 // Loading validates the file against the compose specification's schema, interpolates every
 // ${VAR:-default} and checks consistency (services, volumes and networks that are referenced
 // exist, no dependency cycle). By default variables come only from -env, so each one takes the
 // file's default and the result does not depend on the caller's shell; -os-env adds the
-// process environment, as `docker compose config` would see it.
+// process environment, as `docker compose config` would see it. Services of a profile are
+// loaded (and checked) only when -profile names it, as with `docker compose --profile`.
 //
 // On top of the loader it rejects what compose accepts but fails at `up`: a service_healthy
 // dependency on a service without a health check, an image name with a registry host, and an
@@ -31,26 +32,28 @@ import (
 
 func main() {
 	var (
-		osEnv   = flag.Bool("os-env", false, "interpolate with the process environment too")
-		service = flag.String("service", "", "service whose environment -env-out writes")
-		envOut  = flag.String("env-out", "", "write the -service environment as KEY=VALUE lines to this file")
-		env     stringList
+		osEnv    = flag.Bool("os-env", false, "interpolate with the process environment too")
+		service  = flag.String("service", "", "service whose environment -env-out writes")
+		envOut   = flag.String("env-out", "", "write the -service environment as KEY=VALUE lines to this file")
+		env      stringList
+		profiles stringList
 	)
 	flag.Var(&env, "env", "KEY=VALUE for interpolation; repeatable")
+	flag.Var(&profiles, "profile", "compose profile to enable; repeatable")
 	flag.Parse()
 	if flag.NArg() != 1 || (*envOut != "") != (*service != "") {
-		fmt.Fprintln(os.Stderr, "usage: compose-check [-os-env] [-env KEY=VALUE]... [-service NAME -env-out FILE] docker-compose.yml")
+		fmt.Fprintln(os.Stderr, "usage: compose-check [-os-env] [-env KEY=VALUE]... [-profile NAME]... [-service NAME -env-out FILE] docker-compose.yml")
 		os.Exit(2)
 	}
-	if err := check(flag.Arg(0), *osEnv, env, *service, *envOut); err != nil {
+	if err := check(flag.Arg(0), *osEnv, env, profiles, *service, *envOut); err != nil {
 		fmt.Fprintf(os.Stderr, "compose-check: %s: %v\n", flag.Arg(0), err)
 		os.Exit(1)
 	}
 }
 
-func check(path string, osEnv bool, env []string, service, envOut string) error {
+func check(path string, osEnv bool, env, profiles []string, service, envOut string) error {
 	ctx := context.Background()
-	opts := []cli.ProjectOptionsFn{cli.WithEnv(env)}
+	opts := []cli.ProjectOptionsFn{cli.WithEnv(env), cli.WithProfiles(profiles)}
 	if osEnv {
 		opts = append(opts, cli.WithOsEnv)
 	}

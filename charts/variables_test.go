@@ -1,0 +1,159 @@
+package charts_test
+
+import (
+	"encoding/json"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// relayPackageDir holds the relay's Config and its envconfig tags.
+const relayPackageDir = "../cmd/relay"
+
+// notYetInRelay lists variables the chart sets that the relay on this branch does not read
+// yet: they arrive with the relay's selection (issue 5) and leader election work. When one of
+// them appears in the relay's Config, the test asks to remove it from here.
+var notYetInRelay = []string{
+	"RELAY_RULES_FILE",
+	"RELAY_EXCLUDE_NAMESPACES",
+	"RELAY_NAMESPACE_SELECTOR",
+	"RELAY_EVENT_TYPES",
+	"RELAY_LEADER_ELECT",
+	"RELAY_LEADER_ELECTION_NAMESPACE",
+	"RELAY_LEADER_ELECTION_LEASE",
+	"RELAY_IDENTITY",
+	"RELAY_LEASE_DURATION",
+	"RELAY_RENEW_DEADLINE",
+	"RELAY_RETRY_PERIOD",
+}
+
+// relayVariables returns every environment variable the relay reads: the envconfig tags of
+// the struct fields in cmd/relay's non-test files.
+func relayVariables(t *testing.T) []string {
+	t.Helper()
+	fset := token.NewFileSet()
+	files, err := filepath.Glob(filepath.Join(relayPackageDir, "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vars []string
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		file, err := parser.ParseFile(fset, f, nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(file, func(n ast.Node) bool {
+			field, ok := n.(*ast.Field)
+			if !ok || field.Tag == nil {
+				return true
+			}
+			tag, err := strconv.Unquote(field.Tag.Value)
+			if err != nil {
+				t.Fatalf("%s: tag %s: %v", fset.Position(field.Pos()), field.Tag.Value, err)
+			}
+			if name, ok := reflect.StructTag(tag).Lookup("envconfig"); ok && name != "" {
+				vars = append(vars, name)
+			}
+			return true
+		})
+	}
+	if len(vars) < 10 {
+		t.Fatalf("found %d envconfig tags in %s (%v): the parser no longer finds the relay's configuration", len(vars), relayPackageDir, vars)
+	}
+	slices.Sort(vars)
+	return slices.Compact(vars)
+}
+
+// mentions reports which names text does not contain as whole words.
+func notMentioned(text string, names []string) []string {
+	var missing []string
+	for _, n := range names {
+		if !regexp.MustCompile(`\b` + regexp.QuoteMeta(n) + `\b`).MatchString(text) {
+			missing = append(missing, n)
+		}
+	}
+	return missing
+}
+
+// TestEveryRelayVariableIsInTheChart fails when the relay reads a variable that the chart
+// neither documents (values.yaml and values.schema.json) nor sets from a structured value:
+// add it to values.yaml with its variable name in the comment, to values.schema.json with the
+// name in the description, to the env helper in templates/_helpers.tpl, and to
+// testdata/all.yaml.
+func TestEveryRelayVariableIsInTheChart(t *testing.T) {
+	relayVars := relayVariables(t)
+	t.Logf("the relay reads %d variables", len(relayVars))
+
+	for _, doc := range []string{"values.yaml", "values.schema.json"} {
+		if missing := notMentioned(string(mustRead(t, filepath.Join(chartDir, doc))), relayVars); len(missing) > 0 {
+			t.Errorf("%s does not document %d relay variables: %s", doc, len(missing), strings.Join(missing, " "))
+		}
+	}
+
+	// Every structured value set: external NATS (all.yaml) and embedded NATS.
+	set := map[string]bool{}
+	for _, files := range [][]string{{"all.yaml"}, {"all.yaml", "embedded.yaml"}} {
+		sets := []string{}
+		if len(files) == 2 {
+			sets = []string{"replicaCount=1", "leaderElection.enabled=auto"}
+		}
+		for name := range envOf(t, render(t, releaseNS, files, sets).deployment(t)) {
+			set[name] = true
+		}
+	}
+	var unreachable, unknown []string
+	for _, v := range relayVars {
+		if !set[v] {
+			unreachable = append(unreachable, v)
+		}
+	}
+	for v := range set {
+		if !slices.Contains(relayVars, v) && !slices.Contains(notYetInRelay, v) {
+			unknown = append(unknown, v)
+		}
+	}
+	slices.Sort(unknown)
+	if len(unreachable) > 0 {
+		t.Errorf("no structured value of the chart sets %d relay variables: %s", len(unreachable), strings.Join(unreachable, " "))
+	}
+	if len(unknown) > 0 {
+		t.Errorf("the chart sets %d variables the relay does not read (misspelt, or removed from the relay): %s", len(unknown), strings.Join(unknown, " "))
+	}
+	for _, v := range notYetInRelay {
+		if slices.Contains(relayVars, v) {
+			t.Errorf("the relay now reads %s: remove it from notYetInRelay", v)
+		}
+		if !set[v] {
+			t.Errorf("the chart no longer sets %s, listed in notYetInRelay", v)
+		}
+	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
