@@ -8,6 +8,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kube-nats-relay/kube-nats-relay/filter"
 )
 
 const (
@@ -158,34 +160,41 @@ func TestTemplateRulesFile(t *testing.T) {
 	if gj, wj := mustJSON(t, got), mustJSON(t, want["rules"]); gj != wj {
 		t.Errorf("rules.yaml = %s, want the values' rules %s", gj, wj)
 	}
+	// The relay must accept what the chart mounts.
+	if _, err := filter.Parse("rules.yaml", []byte(cm.Data["rules.yaml"])); err != nil {
+		t.Errorf("the relay rejects the chart's rules file: %v", err)
+	}
 	if d.Spec.Template.Annotations["checksum/rules"] == "" {
 		t.Errorf("no checksum/rules annotation: pods would not restart when the rules change")
 	}
 	// configmaps in team-a (relay.namespaces); services in the rule's own team-c; jobs with a
-	// namespace selector cluster-wide plus namespaces; secrets (no namespaces in the rule) in
-	// relay.namespaces.
+	// namespace selector in relay.namespaces (the selector applies within them) plus list and
+	// watch on namespaces; secrets (no namespaces in the rule) in relay.namespaces.
 	checkRBAC(t, r, rbacWant{
-		cluster: listWatch("/namespaces", "batch/jobs"),
+		cluster: listWatch("/namespaces"),
 		namespaced: map[string][]string{
-			"team-a": listWatch("/configmaps", "/secrets"),
+			"team-a": listWatch("/configmaps", "/secrets", "batch/jobs"),
 			"team-c": listWatch("/services"),
 		},
 	})
 }
 
-func TestTemplateRulesList(t *testing.T) {
-	r := render(t, releaseNS, []string{"rules-list.yaml"}, nil)
+func TestTemplateRulesDefaults(t *testing.T) {
+	r := render(t, releaseNS, []string{"rules-defaults.yaml"}, nil)
 	checkEnv(t, r.deployment(t), map[string]string{"RELAY_RULES_FILE": "/etc/kube-nats-relay/rules/rules.yaml"})
 	checkRBAC(t, r, rbacWant{
-		cluster:    listWatch("/configmaps", "batch/jobs"),
-		namespaced: map[string][]string{"team-c": listWatch("/services")},
+		cluster:    listWatch("apps/deployments"),
+		namespaced: map[string][]string{"team-c": listWatch("/services"), "team-d": listWatch("/configmaps", "batch/jobs")},
 	})
 }
 
 func TestTemplateNamespaceSelector(t *testing.T) {
 	r := render(t, releaseNS, nil, []string{"relay.namespaceSelector=relay=on", "relay.namespaces={team-a}"})
 	checkEnv(t, r.deployment(t), map[string]string{"RELAY_NAMESPACE_SELECTOR": "relay=on"})
-	checkRBAC(t, r, rbacWant{cluster: listWatch("/configmaps", "/namespaces", "apps/deployments")})
+	// The selector applies within the listed namespaces: Roles there, plus namespaces to
+	// follow their labels.
+	checkRBAC(t, r, rbacWant{cluster: listWatch("/namespaces"), namespaced: map[string][]string{
+		"team-a": listWatch("/configmaps", "apps/deployments")}})
 }
 
 func TestTemplateServiceMonitor(t *testing.T) {

@@ -132,38 +132,40 @@ group; otherwise everything after the first dot is the group. The relay resolves
 kube-nats-relay.rbacPlan: what the relay must list and watch, as YAML:
   cluster: ["group/resource", ...]          granted by the ClusterRole
   namespaced: {namespace: ["group/resource"]} granted by a Role in each namespace
-From relay.resources with relay.namespaces, and from each rule of `rules` (the entries of
-rules.rules and rules.resources, or of `rules` itself when it is a list): its `resource` or
-`resources` (or the entry itself when it is a string), its `namespaces`, else relay.namespaces. A resource is granted cluster-wide when
-it is cluster-scoped, when no namespaces apply, or when a namespace selector (relay's or the
-rule's) applies; a namespace selector also needs list and watch on namespaces.
+It follows the relay's own precedence (docs/configuration.md): relay.namespaces and
+relay.namespaceSelector, overridden by the rules file's `defaults`, overridden by each entry
+of `rules.resources`. A resource is granted in the namespaces that apply to it, or
+cluster-wide when it is cluster-scoped or no namespaces apply; a namespace selector also needs
+list and watch on namespaces.
 */}}
 {{- define "kube-nats-relay.rbacPlan" -}}
 {{- $v := .Values }}
 {{- $clusterScoped := concat (splitList "\n" (include "kube-nats-relay.builtinClusterScoped" .)) ($v.rbac.clusterScopedResources | default list) }}
 {{- $csKeys := list }}
 {{- range $clusterScoped }}{{ $csKeys = append $csKeys (include "kube-nats-relay.parseResource" (trim .)) }}{{ end }}
-{{- $entries := list (dict "resources" ($v.relay.resources | default list) "namespaces" ($v.relay.namespaces | default list) "selector" (ne ($v.relay.namespaceSelector | default "") "")) }}
+{{- $defNs := $v.relay.namespaces | default list }}
+{{- $defSel := $v.relay.namespaceSelector | default "" }}
 {{- $rules := list }}
 {{- if kindIs "map" $v.rules }}
-{{- $rules = $v.rules.rules | default list }}
-{{- if kindIs "slice" $v.rules.resources }}{{ $rules = concat $rules $v.rules.resources }}{{ end }}
-{{- else if kindIs "slice" $v.rules }}
-{{- $rules = $v.rules }}
+{{- $d := $v.rules.defaults | default dict }}
+{{- if hasKey $d "namespaces" }}{{ $defNs = $d.namespaces | default list }}{{ end }}
+{{- if hasKey $d "namespaceSelector" }}{{ $defSel = $d.namespaceSelector | default "" }}{{ end }}
+{{- $rules = $v.rules.resources | default list }}
+{{- end }}
+{{- $ruled := list }}
+{{- range $rules }}{{ $ruled = append $ruled .resource }}{{ end }}
+{{- $entries := list }}
+{{- range ($v.relay.resources | default list) }}
+{{- if not (has . $ruled) }}
+{{- $entries = append $entries (dict "resources" (list .) "namespaces" $defNs "selector" (ne $defSel "")) }}
+{{- end }}
 {{- end }}
 {{- range $rules }}
-{{- if kindIs "string" . }}
-{{- $entries = append $entries (dict "resources" (list .) "namespaces" ($v.relay.namespaces | default list) "selector" (ne ($v.relay.namespaceSelector | default "") "")) }}
-{{- else if kindIs "map" . }}
-{{- $res := list }}
-{{- if .resource }}{{ $res = append $res .resource }}{{ end }}
-{{- if kindIs "slice" .resources }}{{ $res = concat $res .resources }}{{ end }}
-{{- if kindIs "string" .resources }}{{ $res = concat $res (splitList "," .resources) }}{{ end }}
-{{- $ns := $v.relay.namespaces | default list }}
-{{- if .namespaces }}{{ $ns = .namespaces }}{{ end }}
-{{- $sel := or (ne ($v.relay.namespaceSelector | default "") "") (not (empty .namespaceSelector)) }}
-{{- $entries = append $entries (dict "resources" $res "namespaces" $ns "selector" $sel) }}
-{{- end }}
+{{- $ns := $defNs }}
+{{- if hasKey . "namespaces" }}{{ $ns = .namespaces | default list }}{{ end }}
+{{- $sel := $defSel }}
+{{- if hasKey . "namespaceSelector" }}{{ $sel = .namespaceSelector | default "" }}{{ end }}
+{{- $entries = append $entries (dict "resources" (list .resource) "namespaces" $ns "selector" (ne $sel "")) }}
 {{- end }}
 {{- $cluster := list }}
 {{- $namespaced := dict }}
@@ -172,7 +174,7 @@ rule's) applies; a namespace selector also needs list and watch on namespaces.
 {{- if $e.selector }}{{ $cluster = append $cluster "/namespaces" }}{{ end }}
 {{- range $e.resources }}
 {{- $key := include "kube-nats-relay.parseResource" (trim .) }}
-{{- if or (has $key $csKeys) (empty $e.namespaces) $e.selector }}
+{{- if or (has $key $csKeys) (empty $e.namespaces) }}
 {{- $cluster = append $cluster $key }}
 {{- else }}
 {{- range $e.namespaces }}
