@@ -19,10 +19,13 @@ type Resource struct {
 // String returns r as resource.version.group, or resource.version for the
 // core group.
 func (r Resource) String() string {
-	if r.Group == "" {
-		return r.Resource + "." + r.Version
+	s := r.Resource
+	for _, part := range []string{r.Version, r.Group} {
+		if part != "" {
+			s += "." + part
+		}
 	}
-	return r.Resource + "." + r.Version + "." + r.Group
+	return s
 }
 
 // isCoreSecrets reports whether r is the core group's secrets.

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"sync"
-	"time"
+	"sync/atomic"
 
 	"github.com/rs/zerolog"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,6 +35,10 @@ type Namespaces struct {
 	labels map[string]map[string]string
 	subs   []*nsSubscription
 	synced chan struct{}
+	// log is set by Run before the informer starts.
+	log *zerolog.Logger
+	// lastErr is the last list or watch error, for readiness; nil once a list succeeded.
+	lastErr atomic.Pointer[error]
 }
 
 // nsSubscription collects the namespaces whose labels changed since the subscriber last
@@ -55,12 +59,27 @@ func NewNamespaces(client dynamic.Interface) *Namespaces {
 func (n *Namespaces) Run(ctx context.Context) error {
 	log := zerolog.Ctx(ctx)
 	ri := n.client.Resource(namespacesGVR)
+	// Errors are reported here (the informer retries on its own): a relay without list and
+	// watch on namespaces must say so, not wait silently.
+	report := func(op string, err error) {
+		if err != nil && ctx.Err() == nil {
+			err = fmt.Errorf("%s namespaces: %w", op, err)
+			n.lastErr.Store(&err)
+			log.Warn().Err(err).Msg("following namespace labels failed, retrying")
+		} else if err == nil && op == "list" {
+			n.lastErr.Store(nil)
+		}
+	}
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			return ri.List(ctx, opts)
+			l, err := ri.List(ctx, opts)
+			report("list", err)
+			return l, err
 		},
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			return ri.Watch(ctx, opts)
+			w, err := ri.Watch(ctx, opts)
+			report("watch", err)
+			return w, err
 		},
 	}
 	_, ctrl := cache.NewInformerWithOptions(cache.InformerOptions{
@@ -82,8 +101,23 @@ func (n *Namespaces) Run(ctx context.Context) error {
 			close(n.synced)
 		}
 	}()
+	n.log = log
 	ctrl.RunWithContext(ctx)
 	return nil
+}
+
+// waiting says why sources that select by namespace labels cannot start yet; "" once the
+// labels are known.
+func (n *Namespaces) waiting() string {
+	select {
+	case <-n.synced:
+		return ""
+	default:
+	}
+	if err := n.lastErr.Load(); err != nil {
+		return "waiting for namespace labels: " + (*err).Error()
+	}
+	return "waiting for namespace labels"
 }
 
 // WaitSynced blocks until the first list of namespaces is in, or ctx ends.
@@ -134,6 +168,9 @@ func (n *Namespaces) set(obj any) {
 	if known && maps.Equal(before, labels) {
 		return
 	}
+	if n.log != nil {
+		n.log.Debug().Str("namespace_changed", ns).Interface("labels", labels).Msg("namespace labels changed")
+	}
 	for _, s := range subs {
 		s.mu.Lock()
 		if _, ok := s.pending[ns]; !ok {
@@ -166,6 +203,3 @@ func (n *Namespaces) String() string {
 	defer n.mu.RUnlock()
 	return fmt.Sprintf("namespaces(%d)", len(n.labels))
 }
-
-// nsCatchUpTimeout bounds one catch-up list of a newly selected namespace.
-const nsCatchUpTimeout = 2 * time.Minute

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kube-nats-relay/kube-nats-relay/event"
@@ -41,9 +42,12 @@ func (in *intake) selected(ns string) bool {
 // consumers never keep an object that is gone. checkpointRV is as for emit.
 func (in *intake) offer(ctx context.Context, obj *unstructured.Unstructured, t event.Type, origin event.Origin, checkpointRV string, indexed bool) error {
 	key := objectKey(obj)
-	if !in.selected(obj.GetNamespace()) && (t != event.Deleted || !indexed) {
+	if ns := obj.GetNamespace(); !in.selected(ns) && (t != event.Deleted || !indexed) {
 		if in.cache != nil {
 			delete(in.cache, key)
+		}
+		if in.dropped != nil {
+			in.dropped[ns] = true
 		}
 		return in.markIf(ctx, checkpointRV)
 	}
@@ -69,9 +73,9 @@ func (in *intake) offer(ctx context.Context, obj *unstructured.Unstructured, t e
 			// The object leaves the index (and the mirror) without an event, so that a
 			// relist does not infer its delete later.
 			in.index.remove(key)
-			it := &item{key: key, index: in.src.record(key, "", ""), rv: checkpointRV}
+			it := &item{key: key, index: withMetaID(in.src.record(key, "", ""), meta, "index"), rv: checkpointRV}
 			if in.src.mirror != nil {
-				it.mirror = in.src.mirror.Record(meta, nil)
+				it.mirror = withMetaID(in.src.mirror.Record(meta, nil), meta, "mirror")
 			}
 			if it.current() == nil && checkpointRV == "" {
 				return nil
@@ -86,6 +90,40 @@ func (in *intake) offer(ctx context.Context, obj *unstructured.Unstructured, t e
 		in.index.put(key, entry{UID: meta.UID, ResourceVersion: meta.ResourceVersion})
 	}
 	return in.emitShaped(ctx, meta, shaped, old, checkpointRV, false)
+}
+
+// withMetaID gives a record of a change that is not published the message id its event
+// would have had, suffixed by kind, so that a late duplicate is dropped (see withID).
+func withMetaID(record *nats.Msg, meta event.Meta, kind string) *nats.Msg {
+	if record == nil {
+		return nil
+	}
+	if record.Header == nil {
+		record.Header = nats.Header{}
+	}
+	record.Header.Set(nats.MsgIdHdr, meta.ID()+":"+kind)
+	return record
+}
+
+// refresh keeps the cache of previous states current for a change that is not offered (a
+// replay the index covers, an object a list found unchanged): the cache then holds what the
+// relay saw last even when the index ran ahead of the checkpoint.
+func (in *intake) refresh(obj *unstructured.Unstructured) {
+	if in.cache == nil || !in.selected(obj.GetNamespace()) {
+		return
+	}
+	key := objectKey(obj)
+	if old, ok := in.cache[key]; ok && !rvLess(shapedRV(old), obj.GetResourceVersion()) {
+		return // the cache is as new already (a catch-up read ahead of the watch)
+	}
+	in.cache[key] = in.src.rules.Shape(obj.Object)
+}
+
+// shapedRV reads metadata.resourceVersion of a shaped object ("" when absent).
+func shapedRV(obj map[string]any) string {
+	md, _ := obj["metadata"].(map[string]any)
+	rv, _ := md["resourceVersion"].(string)
+	return rv
 }
 
 // markIf queues a checkpoint mark at rv unless rv is empty (list items do not move the
@@ -117,37 +155,51 @@ func (in *intake) prime(ctx context.Context, rv string) error {
 	return nil
 }
 
-// catchUp publishes the objects of namespaces that have just become selected (their labels
-// now match): each object not yet published comes out as added (modified when an older
-// state was published before the namespace left the selection), from a consistent list of
-// the namespace. Later watch events older than the list are then replays the index drops.
+// catchUp publishes the objects of namespaces that have just become selected: each object
+// not yet published comes out as added (modified when an older state was published before
+// the namespace left the selection), from a consistent list of the namespace. Later watch
+// events older than the list are then replays the index drops. It runs with no watch open.
+//
+// A namespace is caught up when it is selected now and either was not selected before its
+// labels changed, or the intake dropped a change of it meanwhile (labels flapping, or the
+// object's watch running ahead of the namespace watch).
 func (in *intake) catchUp(ctx context.Context) error {
 	for ns, before := range in.nsChanges() {
-		if in.src.nsRules.Namespace(ns, before) || !in.selected(ns) {
-			continue // was selected already, or still is not
+		if ns == "" || !in.selected(ns) || (in.src.nsRules.Namespace(ns, before) && !in.dropped[ns]) {
+			continue
+		}
+		if in.src.cfg.Namespace != "" && ns != in.src.cfg.Namespace {
+			continue // another source's namespace: this one watches only its own
 		}
 		start := time.Now()
-		listCtx, cancel := context.WithTimeout(ctx, nsCatchUpTimeout)
-		published := 0
-		_, err := listPages(listCtx, in.src.nsClient(ns), in.src.cfg.LabelSelector, in.src.cfg.FieldSelector, "", func(obj *unstructured.Unstructured) error {
+		changes := 0
+		_, err := listPages(ctx, in.src.nsClient(ns), in.src.cfg.LabelSelector, in.src.cfg.FieldSelector, "", func(obj *unstructured.Unstructured) error {
 			key := objectKey(obj)
+			uid := string(obj.GetUID())
 			prev, indexed := in.index.get(key)
-			if indexed && prev.UID == string(obj.GetUID()) && prev.covers(obj.GetResourceVersion()) {
+			if indexed && prev.UID == uid && prev.covers(obj.GetResourceVersion()) {
 				return nil
 			}
 			t := event.Added
-			if indexed && prev.UID == string(obj.GetUID()) {
+			if indexed && prev.UID != uid {
+				// Deleted and re-created while the namespace was not selected.
+				if err := in.emitInferredDelete(ctx, key, prev); err != nil {
+					return err
+				}
+				indexed = false
+			}
+			if indexed {
 				t = event.Modified
 			}
-			published++
-			return in.offer(listCtx, obj, t, event.Relist, "", indexed && t == event.Modified)
+			changes++
+			return in.offer(ctx, obj, t, event.Relist, "", indexed)
 		})
-		cancel()
 		if err != nil {
 			// The changes are taken: a relist is the catch-up that cannot be lost.
 			return fmt.Errorf("%w: list newly selected namespace %s: %w", errNeedRelist, ns, err)
 		}
-		in.log.Info().Str("selected_namespace", ns).Int("changes", published).
+		delete(in.dropped, ns)
+		in.log.Info().Str("selected_namespace", ns).Int("changes", changes).
 			Stringer("took", time.Since(start).Round(time.Millisecond)).Msg("namespace selected: caught up on its objects")
 	}
 	return nil

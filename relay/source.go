@@ -62,7 +62,15 @@ type intake struct {
 	// their earlier labels. Both are nil without namespace label selection.
 	nsSignal  <-chan struct{}
 	nsChanges func() map[string]map[string]string
+	// dropped holds the namespaces whose changes intake dropped as unselected, so that a
+	// namespace selected again is caught up even when its labels flapped back; nil without
+	// namespace label selection.
+	dropped map[string]bool
 }
+
+// errCatchUp ends a watch so that namespaces that became selected are caught up with no watch
+// open (a long catch-up would leave the watch unread, and the apiserver cuts slow watchers).
+var errCatchUp = errors.New("namespace selection changed")
 
 // run resumes from rv (empty: no checkpoint) and returns only when ctx ends or on a permanent
 // error.
@@ -78,6 +86,13 @@ func (in *intake) run(ctx context.Context, rv string) error {
 		if err := in.src.namespaces.WaitSynced(ctx); err != nil {
 			return nil
 		}
+		// What the first list of namespaces reported is the starting selection, not a change.
+		in.nsChanges()
+		select {
+		case <-in.nsSignal:
+		default:
+		}
+		in.dropped = make(map[string]bool)
 	}
 	if in.src.rules.NeedsOld() {
 		in.cache = make(shapedCache)
@@ -90,7 +105,14 @@ func (in *intake) run(ctx context.Context, rv string) error {
 		var err error
 		switch {
 		case needPrime:
-			if err = in.prime(ctx, rv); err == nil {
+			err = in.prime(ctx, rv)
+			if err == nil || (isPermanent(err) && !isExpired(err)) {
+				if err != nil {
+					// Some servers (aggregated APIs) refuse exact reads of an old
+					// resourceVersion: carry on without previous states.
+					in.log.Warn().Err(err).Msg("previous states unavailable: the first change of each object after this resume has no oldObject")
+					err = nil
+				}
 				needPrime = false
 			}
 		case needList:
@@ -106,6 +128,12 @@ func (in *intake) run(ctx context.Context, rv string) error {
 			start := time.Now()
 			var opened bool
 			opened, err = in.watch(ctx, &rv)
+			if errors.Is(err, errCatchUp) {
+				err = in.catchUp(ctx)
+				if err == nil {
+					continue
+				}
+			}
 			if err == nil && time.Since(start) >= shortWatch {
 				failures = 0
 				continue
@@ -206,7 +234,8 @@ func (in *intake) list(ctx context.Context, origin event.Origin) (string, error)
 		var t event.Type
 		switch {
 		case had && prev.UID == uid && prev.ResourceVersion == rv:
-			return nil // unchanged since published
+			in.refresh(obj) // unchanged since published
+			return nil
 		case had && prev.UID != uid:
 			// Deleted and re-created under the same name while we could not watch.
 			if err := in.emitInferredDelete(ctx, key, prev); err != nil {
@@ -339,10 +368,7 @@ func (in *intake) watch(ctx context.Context, rv *string) (opened bool, err error
 		case <-ctx.Done():
 			return true, nil
 		case <-in.nsSignal:
-			if err := in.catchUp(ctx); err != nil {
-				return true, err
-			}
-			continue
+			return true, errCatchUp
 		case ev, ok = <-w.ResultChan():
 		}
 		if !ok {
@@ -381,6 +407,7 @@ func (in *intake) change(ctx context.Context, obj *unstructured.Unstructured, ty
 	prev, indexed := in.index.get(key)
 	if indexed && prev.covers(rv) {
 		in.log.Debug().Str("key", key).Str("rv", rv).Msg("replay suppressed")
+		in.refresh(obj)
 		return in.mark(ctx, rv)
 	}
 	t := event.Modified
@@ -389,9 +416,10 @@ func (in *intake) change(ctx context.Context, obj *unstructured.Unstructured, ty
 		t = event.Added
 		if indexed && prev.UID != uid {
 			// The old object's DELETED was never seen (it cannot be, on a live watch); keep
-			// the index honest for the relist diff.
+			// the index honest for the relist diff; the cached state was the old object's.
 			in.index.remove(key)
 			indexed = false
+			delete(in.cache, key)
 		}
 	case watch.Deleted:
 		t = event.Deleted
@@ -467,11 +495,16 @@ func (in *intake) emitInferredDelete(ctx context.Context, key string, prev entry
 		delete(in.cache, key)
 	}
 	meta := in.src.meta(obj, event.Deleted, event.Relist)
-	v := in.src.rules.Decide(Change{Type: event.Deleted, Origin: event.Relist, Object: obj.Object, Old: old})
+	// Filters see the last state the relay saw when it has one; the body stays the identity.
+	last := obj.Object
+	if old != nil {
+		last = old
+	}
+	v := in.src.rules.Decide(Change{Type: event.Deleted, Origin: event.Relist, Object: last, Old: old})
 	if !v.Publish {
-		it := &item{key: key, index: in.src.record(key, "", "")}
+		it := &item{key: key, index: withMetaID(in.src.record(key, "", ""), meta, "index")}
 		if in.src.mirror != nil {
-			it.mirror = in.src.mirror.Record(meta, nil)
+			it.mirror = withMetaID(in.src.mirror.Record(meta, nil), meta, "mirror")
 		}
 		if it.current() == nil {
 			return nil

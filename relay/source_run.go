@@ -140,6 +140,11 @@ func (s *Source) Status() (ready bool, reason string) {
 		return false, s.describe() + ": " + (*err).Error()
 	}
 	if !s.synced.Load() {
+		if s.namespaces != nil {
+			if why := s.namespaces.waiting(); why != "" {
+				return false, s.describe() + ": " + why
+			}
+		}
 		return false, s.describe() + ": not watching (listing, or re-opening its watch)"
 	}
 	if p := s.pipe.Load(); p != nil {
@@ -356,22 +361,27 @@ func (s *Source) message(meta event.Meta, shaped, old map[string]any, finalState
 		msg.Header.Set(event.HeaderFinalStateUnknown, "true")
 	}
 	body, payload, err := s.rules.Body(shaped, old)
-	switch {
-	case err != nil:
-		// An object decoded from JSON always encodes again; keep the event without body.
-		msg.Header.Set(event.HeaderBodyOmitted, "encode: "+err.Error())
-		omitted = true
-	case s.cfg.MaxPayload > 0 && len(body)+headerSize(msg.Header)+len(msg.Subject) > s.cfg.MaxPayload:
-		msg.Header.Set(event.HeaderBodyOmitted, event.BodyOmittedOversize)
-		omitted = true
-	default:
-		msg.Data = body
+	if err == nil {
+		// The headers that go with the body count toward the size limit.
 		if payload != "" {
 			msg.Header.Set(event.HeaderPayload, payload)
 		}
 		if s.cfg.Redacted != "" {
 			msg.Header.Set(event.HeaderRedacted, s.cfg.Redacted)
 		}
+	}
+	switch {
+	case err != nil:
+		// An object decoded from JSON always encodes again; keep the event without body.
+		msg.Header.Set(event.HeaderBodyOmitted, "encode: "+err.Error())
+		omitted = true
+	case s.cfg.MaxPayload > 0 && len(body)+headerSize(msg.Header)+len(msg.Subject) > s.cfg.MaxPayload:
+		msg.Header.Del(event.HeaderPayload)
+		msg.Header.Del(event.HeaderRedacted)
+		msg.Header.Set(event.HeaderBodyOmitted, event.BodyOmittedOversize)
+		omitted = true
+	default:
+		msg.Data = body
 	}
 	if s.mirror == nil {
 		return msg, nil, omitted

@@ -222,12 +222,16 @@ func (c Config) resourceNames(rules *filter.File) []string {
 // Rule returns the rule for spec: the built-in defaults, overridden by the selection
 // variables, by the rules file's defaults, then by the file's rule for the resource.
 func (c Config) Rule(spec ResourceSpec) filter.Rule {
+	return c.ruleFor(c.rules, spec)
+}
+
+func (c Config) ruleFor(rules *filter.File, spec ResourceSpec) filter.Rule {
 	rule := c.envRule()
-	if c.rules == nil {
+	if rules == nil {
 		return rule
 	}
-	rule = filter.Merge(rule, c.rules.Defaults)
-	for _, r := range c.rules.Resources {
+	rule = filter.Merge(rule, rules.Defaults)
+	for _, r := range rules.Resources {
 		if r.Resource == spec.Raw {
 			rule = filter.Merge(rule, r)
 		}

@@ -91,3 +91,16 @@ func deref(s *string) string {
 	}
 	return *s
 }
+
+func TestConfigRulesFileConflictingWithVariables(t *testing.T) {
+	path := writeRules(t, `
+resources:
+  - resource: pods
+    excludeNamespaces: [team-a]
+`)
+	setConfigEnv(t, map[string]string{"RELAY_RULES_FILE": path, "RELAY_NAMESPACES": "team-a"})
+	problems, msg := configProblems(t)
+	if len(problems) != 1 || problems[0].Var != "RELAY_RULES_FILE" || !strings.Contains(problems[0].Reason, "pods: excludeNamespaces[0]") {
+		t.Fatalf("got %s, want one problem of RELAY_RULES_FILE naming pods and excludeNamespaces[0]", msg)
+	}
+}

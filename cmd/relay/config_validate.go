@@ -192,6 +192,22 @@ func (c Config) validateSelection(ps *problems) {
 		}
 	}
 
+	if rules != nil {
+		// The variables and the file together must make a valid rule for every resource
+		// (a namespace the variables include and the file excludes, say). The group is the
+		// spelling's likely reading; the relay compiles again once the server resolved it.
+		for _, name := range c.resourceNames(rules) {
+			spec, err := parseResourceSpec(name)
+			if err != nil {
+				continue // reported above
+			}
+			res := filter.Resource{Group: spec.Group, Version: spec.Version, Resource: spec.Resource}
+			if _, err := filter.Compile(c.ruleFor(rules, spec), res); err != nil {
+				addRulesProblems(ps, c.RulesFile, err)
+			}
+		}
+	}
+
 	names := c.resourceNames(rules)
 	for _, item := range checkListEntries(ps, "RELAY_MIRROR_RESOURCES", c.MirrorList, nil) {
 		if !slices.Contains(names, item) {

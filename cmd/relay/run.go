@@ -137,7 +137,12 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	for i, p := range plans {
 		built[i] = relay.NewSource(p.cfg, dyn, js, store, objIdx).WithRules(sourceRules{p.rules})
 		if p.cfg.Resource.Namespaced {
-			built[i].WithNamespaceRules(sourceRules{p.rules}, namespaces)
+			// Only sources that select by namespace labels wait for them.
+			var labels *relay.Namespaces
+			if p.rules.NamespaceSelector() != nil {
+				labels = namespaces
+			}
+			built[i].WithNamespaceRules(sourceRules{p.rules}, labels)
 		}
 		if p.mirrored {
 			built[i].WithMirror(mirror)

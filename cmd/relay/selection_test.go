@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kube-nats-relay/kube-nats-relay/event"
@@ -97,8 +100,10 @@ func TestNamespaceSelectionExcludesAndFollowsLabels(t *testing.T) {
 		return hasKey(m, later, "after-label", event.Added)
 	})
 	// Unlabelling stops its changes; deleting an object published before still tells
-	// consumers it is gone.
+	// consumers it is gone. (The namespace and ConfigMap watches are separate streams: wait
+	// until the relay has seen the label go before making the change.)
 	labelNamespace(t, cs, later, nil)
+	waitOutputCount(t, r, `"namespace_changed":"`+later+`"`, 3) // created, labelled, unlabelled
 	createConfigMap(t, cs, later, "after-unlabel", nil, nil)
 	if err := cs.CoreV1().ConfigMaps(later).Delete(ctx, "before-label", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
@@ -115,6 +120,52 @@ func TestNamespaceSelectionExcludesAndFollowsLabels(t *testing.T) {
 			t.Errorf("got an event of an object created after its namespace was unselected: %s", m.subject)
 		case m.meta.Namespace == later && m.meta.Name == "before-label" && m.meta.Type == event.Added && m.meta.Origin != event.Relist:
 			t.Errorf("got %s with origin %s, want %s (caught up from a list)", m.subject, m.meta.Origin, event.Relist)
+		}
+	}
+	r.stop(t)
+}
+
+// waitOutputCount waits until the relay's output holds want at least n times.
+func waitOutputCount(t *testing.T, r *relayProc, want string, n int) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		return strings.Count(r.out.String(), want) >= n, nil
+	})
+	if err != nil {
+		t.Fatalf("relay output never showed %q %d times:\n%s", want, n, r.out.String())
+	}
+}
+
+// TestNamespaceSelectorWithinListedNamespaces combines a namespace list (apiserver side) with a
+// namespace selector: a matching namespace outside the list is not relayed, not even when
+// it is labelled while the relay runs.
+func TestNamespaceSelectorWithinListedNamespaces(t *testing.T) {
+	name := testName(t)
+	cs := kubeClient(t)
+	listed, other := name+"-a", name+"-b"
+	createNamespace(t, cs, listed)
+	createNamespace(t, cs, other)
+	sel := map[string]string{"relay-test": name}
+	labelNamespace(t, cs, listed, sel)
+	createConfigMap(t, cs, other, "outside", nil, nil)
+	vars := relayVars(name)
+	vars["RELAY_RULES_FILE"] = writeRules(t, fmt.Sprintf(`
+resources:
+  - resource: configmaps
+    namespaces: [%s]
+    namespaceSelector: "relay-test=%s"
+`, listed, name))
+	r := startRelay(t, vars)
+	js := jsClient(t)
+	waitOutput(t, r, `"watching"`)
+	labelNamespace(t, cs, other, sel)
+	waitOutputCount(t, r, `"namespace_changed":"`+other+`"`, 2) // created, labelled
+	createConfigMap(t, cs, other, "outside-later", nil, nil)
+	createConfigMap(t, cs, listed, "marker", nil, nil)
+	msgs := waitFor(t, js, vars["RELAY_STREAM"], "marker", func(m []received) bool { return hasKey(m, listed, "marker", event.Added) })
+	for _, m := range msgs {
+		if m.meta.Namespace == other {
+			t.Errorf("got an event of a namespace outside the list: %s", m.subject)
 		}
 	}
 	r.stop(t)

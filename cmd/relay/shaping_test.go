@@ -153,22 +153,31 @@ func TestShapingQuietUpdatesAndTransitions(t *testing.T) {
 	}
 
 	// After a restart the filters compare with the state at the checkpoint, not with
-	// nothing: a renewal and a condition change made while stopped stay quiet.
+	// nothing and not with the current state: a renewal and a condition change made while
+	// stopped stay quiet, a phase transition made while stopped is published.
+	mover := createPod(t, cs, name, "mover")
+	waitFor(t, js, stream, "the second pod", func(m []received) bool { return countOf(m, name, "mover", event.Added) == 1 })
 	r.stop(t)
 	lease = renew(t, cs, lease, "")
 	setPodStatus(t, cs, pod, corev1.PodRunning, "Restarted")
+	setPodStatus(t, cs, mover, corev1.PodRunning, "Started")
 	r = startRelay(t, vars)
 	waitOutput(t, r, "previous states loaded for filters")
 	renew(t, cs, lease, "c")
 	setPodStatus(t, cs, pod, corev1.PodSucceeded, "Done")
 	msgs = waitFor(t, js, stream, "changes after the restart", func(m []received) bool {
-		return countOf(m, name, "leader", event.Modified) >= 2 && countOf(m, name, "worker", event.Modified) >= 2
+		return field(lastOf(t, m, name, "leader").body, "object", "spec", "holderIdentity") == "c" &&
+			field(lastOf(t, m, name, "worker").body, "status", "phase") == string(corev1.PodSucceeded) &&
+			countOf(m, name, "mover", event.Modified) >= 1
 	})
 	if n := countOf(msgs, name, "leader", event.Modified); n != 2 {
 		t.Errorf("got %d lease modifications, want 2 (renewals are quiet):\n%s", n, describe(msgs))
 	}
 	if n := countOf(msgs, name, "worker", event.Modified); n != 2 {
 		t.Errorf("got %d pod modifications, want 2 (phase changes only):\n%s", n, describe(msgs))
+	}
+	if got := field(lastOf(t, msgs, name, "mover").body, "status", "phase"); got != string(corev1.PodRunning) {
+		t.Errorf("got phase %v for the pod that started while the relay was stopped, want Running", got)
 	}
 	r.stop(t)
 }
