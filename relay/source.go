@@ -14,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/dynamic"
 
 	"github.com/kube-nats-relay/kube-nats-relay/event"
 )
@@ -286,7 +285,7 @@ func (s *Source) listPages(ctx context.Context, rv string, fn func(*unstructured
 	return listPages(ctx, s.client, s.cfg.LabelSelector, s.cfg.FieldSelector, rv, fn)
 }
 
-func listPages(ctx context.Context, client dynamic.ResourceInterface, labelSelector, fieldSelector, rv string, fn func(*unstructured.Unstructured) error) (string, error) {
+func listPages(ctx context.Context, client reader, labelSelector, fieldSelector, rv string, fn func(*unstructured.Unstructured) error) (string, error) {
 	type result struct {
 		page *unstructured.UnstructuredList
 		err  error

@@ -103,7 +103,7 @@ type SourceConfig struct {
 // Source relays one resource (in one namespace, or all) to JetStream.
 type Source struct {
 	cfg    SourceConfig
-	client dynamic.ResourceInterface
+	client reader
 	pub    Publisher
 	ckpt   Checkpointer
 	objIdx ObjectIndex
@@ -118,7 +118,7 @@ type Source struct {
 	namespaces *Namespaces
 	// nsClient reads one namespace of the resource, for catching up on a namespace that
 	// becomes selected.
-	nsClient func(ns string) dynamic.ResourceInterface
+	nsClient func(ns string) reader
 
 	// pipe is the running pipeline, for status.
 	pipe atomic.Pointer[pipeline]
@@ -165,7 +165,26 @@ func NewSource(cfg SourceConfig, client dynamic.Interface, pub Publisher, ckpt C
 		rc = ri.Namespace(cfg.Namespace)
 	}
 	return &Source{cfg: cfg, client: rc, pub: pub, ckpt: ckpt, objIdx: objIdx, key: CheckpointKey(cfg), index: newIndex(), now: time.Now,
-		rules: defaultRules{}, nsClient: func(ns string) dynamic.ResourceInterface { return ri.Namespace(ns) }}
+		rules: defaultRules{}, nsClient: func(ns string) reader { return ri.Namespace(ns) }}
+}
+
+// ReadThrough makes the source list and watch through r, which decodes responses in one pass,
+// instead of the dynamic client it was created with.
+func (s *Source) ReadThrough(r *RawReaders) error {
+	gvr := s.cfg.Resource.GroupVersionResource
+	ns := ""
+	if s.cfg.Resource.Namespaced {
+		ns = s.cfg.Namespace
+	}
+	rd, err := r.reader(gvr, ns)
+	if err != nil {
+		return err
+	}
+	s.client = rd
+	s.nsClient = func(ns string) reader {
+		return &rawReader{client: rd.client, gvr: gvr, ns: ns}
+	}
+	return nil
 }
 
 // WithRules makes the source filter and shape changes with r.

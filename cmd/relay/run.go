@@ -133,9 +133,16 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 			break
 		}
 	}
+	raw, err := relay.NewRawReaders(kube.rest)
+	if err != nil {
+		return fmt.Errorf("kubernetes client: %w", err)
+	}
 	built := make([]*relay.Source, len(plans))
 	for i, p := range plans {
 		built[i] = relay.NewSource(p.cfg, dyn, js, store, objIdx).WithRules(sourceRules{p.rules})
+		if err := built[i].ReadThrough(raw); err != nil {
+			return fmt.Errorf("kubernetes client: %w", err)
+		}
 		if p.cfg.Resource.Namespaced {
 			// Only sources that select by namespace labels wait for them.
 			var labels *relay.Namespaces

@@ -102,6 +102,14 @@ func (e *Env) buildEngine(ctx context.Context, n names, namespace string) (*engi
 		MaxPayload:         int(nc.MaxPayload()),
 		ShutdownTimeout:    engineShutdownTimeout,
 	}, dyn, js, store, idx)
+	// Read as the relay binary does: one-pass decoding of list and watch responses.
+	raw, err := relay.NewRawReaders(cfg)
+	if err != nil {
+		return fail(err)
+	}
+	if err := src.ReadThrough(raw); err != nil {
+		return fail(err)
+	}
 	logFile, err := os.OpenFile(filepath.Join(e.cfg.LogDir, "engine.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return fail(err)
