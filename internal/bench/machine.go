@@ -40,7 +40,9 @@ func describeMachine(ctx context.Context, cfg Config) Machine {
 		}
 	}
 	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
-		m.Kernel = strings.TrimSpace(string(b))
+		// The release number only: a distribution's or builder's suffix says nothing about
+		// the performance measured.
+		m.Kernel, _, _ = strings.Cut(strings.TrimSpace(string(b)), "-")
 	}
 	if dir, err := testenv.BinDir(); err == nil {
 		for _, s := range []struct{ name, bin string }{
