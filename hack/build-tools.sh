@@ -37,4 +37,5 @@ build() {
 
 build etcd ./cmd/etcd
 build nats github.com/nats-io/nats-server/v2 github.com/nats-io/natscli/nats
-build kube k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubectl
+build kube k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
+	k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl
