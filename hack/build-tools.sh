@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the binaries of the test bed and the local cluster from the pinned modules under
-# hack/tools into .bin (or $TESTENV_BIN_DIR): kube-apiserver and kubectl from
-# k8s.io/kubernetes, etcd, nats-server and the nats CLI.
+# hack/tools into .bin (or $TESTENV_BIN_DIR): kube-apiserver, kube-controller-manager,
+# kube-scheduler and kubectl from k8s.io/kubernetes, kwok, etcd, nats-server and the nats CLI.
 # A module's binaries are rebuilt only when its go.mod or go.sum, or the Go version, changed.
 set -euo pipefail
 
@@ -39,3 +39,4 @@ build etcd ./cmd/etcd
 build nats github.com/nats-io/nats-server/v2 github.com/nats-io/natscli/nats
 build kube k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
 	k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl
+build kwok sigs.k8s.io/kwok/cmd/kwok
