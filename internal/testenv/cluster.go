@@ -64,7 +64,7 @@ type Cluster struct {
 // under dir, creates the simulated nodes and waits until every node is schedulable and the
 // default namespace's ServiceAccount exists (so a Pod can be created at once). Stop it with
 // Stop, before the control plane.
-func StartCluster(ctx context.Context, cp *ControlPlane, dir string, opts ClusterOptions) (c *Cluster, err error) {
+func StartCluster(ctx context.Context, cp *ControlPlane, dir string, opts ClusterOptions) (_ *Cluster, err error) {
 	kcmBin, err := binPath(binControllerManager)
 	if err != nil {
 		return nil, err
@@ -87,7 +87,7 @@ func StartCluster(ctx context.Context, cp *ControlPlane, dir string, opts Cluste
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	c = &Cluster{cp: cp, dir: dir}
+	c := &Cluster{cp: cp, dir: dir}
 	defer func() {
 		if err != nil {
 			c.Stop()
@@ -233,7 +233,9 @@ func (c *Cluster) waitSchedulable(ctx context.Context, cs kubernetes.Interface) 
 		for _, name := range c.nodes {
 			node, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
-				last = err.Error()
+				if ctx.Err() == nil { // keep the reason, not the deadline's echo
+					last = err.Error()
+				}
 				return false, nil
 			}
 			if ok, why := nodeSchedulable(node); !ok {
@@ -242,11 +244,13 @@ func (c *Cluster) waitSchedulable(ctx context.Context, cs kubernetes.Interface) 
 			}
 		}
 		_, err := cs.CoreV1().ServiceAccounts(metav1.NamespaceDefault).Get(ctx, "default", metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
+		switch {
+		case apierrors.IsNotFound(err):
 			last = "no ServiceAccount default/default yet"
-			return false, nil
+		case err != nil && ctx.Err() == nil:
+			last = err.Error()
 		}
-		return err == nil, err
+		return err == nil, nil
 	})
 	if err != nil {
 		return fmt.Errorf("cluster not schedulable (last: %s): %w\n%s", last, err, c.LogTails())

@@ -22,8 +22,8 @@ type Options struct {
 	ControlPlane ControlPlaneOptions
 	// Cluster also starts kube-controller-manager, kube-scheduler and kwok with simulated
 	// nodes (it implies Kube), so that Deployments get Running Pods, namespace deletion
-	// removes the contents and node Leases heartbeat. It adds a few seconds to the start and
-	// a few hundred MB of memory; packages that only need the API leave it off.
+	// removes the contents and node Leases heartbeat. It adds 5-10 seconds to the start and
+	// about 250 MB of memory; packages that only need the API leave it off.
 	Cluster bool
 	// ClusterOptions tune those parts when Cluster is set.
 	ClusterOptions ClusterOptions
