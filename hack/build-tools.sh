@@ -28,7 +28,7 @@ build() {
 		echo "tools: $(basename "$dir") up to date"
 		return
 	fi
-	echo "tools: building $* (a cold build of the Kubernetes binaries takes 10-20 minutes on 2 cores)"
+	echo "tools: building $* (a cold build of all the Kubernetes binaries takes 15-30 minutes on 2 cores)"
 	local start=$SECONDS
 	(cd "$dir" && go build -ldflags='-s -w' -o "$bin/" "$@")
 	echo "$want" >"$stamp"
