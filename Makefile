@@ -4,6 +4,8 @@ GO ?= go
 # it takes minutes, not hours: the timeout only catches a hang.
 TEST_TIMEOUT ?= 30m
 CLUSTER_DIR ?= .cluster
+# CLUSTER_FLAGS=-light runs etcd and kube-apiserver only; -nodes N sets the simulated nodes.
+CLUSTER_FLAGS ?=
 
 .PHONY: all build tools test vet fmt-check check-deploy demo cluster-up cluster-down clean bench
 
@@ -12,7 +14,7 @@ all: build
 build:
 	$(GO) build ./...
 
-## tools: build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl,
+## tools: build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kwok,
 ## nats-server, nats and helm into .bin (skipped when already built for the pinned versions).
 tools:
 	hack/build-tools.sh
@@ -21,8 +23,9 @@ tools:
 test: tools
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 
-## demo: run the relay's main job end to end: a real control plane, the relay with its
-## embedded nats-server, a consumer, and changes made with client-go (see hack/demo).
+## demo: run the relay's main job end to end: a real cluster (control plane, controllers,
+## scheduler, a kwok node), the relay with its embedded nats-server, a consumer, and changes
+## made with client-go that controllers follow up on (see hack/demo).
 ## DEMO_FLAGS=-full also prints every message: subject, headers, body.
 demo: tools
 	$(GO) build -o .bin/relay ./cmd/relay
@@ -48,19 +51,20 @@ fmt-check:
 check-deploy:
 	hack/check-deploy.sh
 
-## cluster-up: start etcd, kube-apiserver and nats-server in the background and print the
-## export lines that point kubectl, nats and the relay at them.
+## cluster-up: start a cluster (etcd, kube-apiserver, kube-controller-manager, kube-scheduler,
+## kwok with one simulated node) and nats-server in the background and print the export lines
+## that point kubectl, nats and the relay at them.
 cluster-up: tools
 	@mkdir -p $(CLUSTER_DIR)
 	@if [ -f $(CLUSTER_DIR)/pid ] && kill -0 "$$(cat $(CLUSTER_DIR)/pid)" 2>/dev/null; then \
 		echo "cluster already running (pid $$(cat $(CLUSTER_DIR)/pid))"; cat $(CLUSTER_DIR)/env; exit 0; fi
 	$(GO) build -o .bin/cluster ./hack/cluster
-	@nohup .bin/cluster -dir $(CLUSTER_DIR) >$(CLUSTER_DIR)/cluster.log 2>&1 & echo $$! >$(CLUSTER_DIR)/pid
-	@for i in $$(seq 1 600); do \
+	@nohup .bin/cluster -dir $(CLUSTER_DIR) $(CLUSTER_FLAGS) >$(CLUSTER_DIR)/cluster.log 2>&1 & echo $$! >$(CLUSTER_DIR)/pid
+	@for i in $$(seq 1 1500); do \
 		[ -f $(CLUSTER_DIR)/env ] && break; \
 		kill -0 "$$(cat $(CLUSTER_DIR)/pid)" 2>/dev/null || { cat $(CLUSTER_DIR)/cluster.log; exit 1; }; \
 		sleep 0.2; done
-	@[ -f $(CLUSTER_DIR)/env ] || { echo "cluster not ready after 120s"; cat $(CLUSTER_DIR)/cluster.log; exit 1; }
+	@[ -f $(CLUSTER_DIR)/env ] || { echo "cluster not ready after 300s"; cat $(CLUSTER_DIR)/cluster.log; exit 1; }
 	@echo "# cluster is up; run:"; cat $(CLUSTER_DIR)/env
 
 ## cluster-down: stop what cluster-up started.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the binaries of the test bed and the local cluster from the pinned modules under
-# hack/tools into .bin (or $TESTENV_BIN_DIR): kube-apiserver and kubectl from
-# k8s.io/kubernetes, etcd, nats-server and the nats CLI, and helm for the chart tests.
+# hack/tools into .bin (or $TESTENV_BIN_DIR): kube-apiserver, kube-controller-manager,
+# kube-scheduler and kubectl from k8s.io/kubernetes, kwok, etcd, nats-server and the nats CLI,
+# and helm for the chart tests.
 # A module's binaries are rebuilt only when its go.mod or go.sum, or the Go version, changed.
 set -euo pipefail
 
@@ -28,7 +29,7 @@ build() {
 		echo "tools: $(basename "$dir") up to date"
 		return
 	fi
-	echo "tools: building $* (a cold build of the Kubernetes binaries takes 10-20 minutes on 2 cores)"
+	echo "tools: building $* (a cold build of all the Kubernetes binaries takes 15-30 minutes on 2 cores)"
 	local start=$SECONDS
 	(cd "$dir" && go build -ldflags='-s -w' -o "$bin/" "$@")
 	echo "$want" >"$stamp"
@@ -37,5 +38,7 @@ build() {
 
 build etcd ./cmd/etcd
 build nats github.com/nats-io/nats-server/v2 github.com/nats-io/natscli/nats
-build kube k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubectl
+build kube k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
+	k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl
+build kwok sigs.k8s.io/kwok/cmd/kwok
 build helm helm.sh/helm/v3/cmd/helm

@@ -1,6 +1,8 @@
-// Command cluster runs the test bed's control plane (etcd, kube-apiserver) and a nats-server
-// with JetStream in the foreground until it gets SIGINT or SIGTERM, for people who want to try
-// the relay and its consumers by hand. `make cluster-up` runs it in the background.
+// Command cluster runs the test bed's full cluster (etcd, kube-apiserver,
+// kube-controller-manager, kube-scheduler, and kwok playing kubelet for simulated nodes) and a
+// nats-server with JetStream in the foreground until it gets SIGINT or SIGTERM, for people who
+// want to try the relay and its consumers by hand. `make cluster-up` runs it in the
+// background. -light runs etcd and kube-apiserver only; -nodes sets the number of nodes.
 //
 // When everything is ready it writes DIR/env with the export lines to use (KUBECONFIG,
 // NATS_URL, PATH with kubectl and nats) and prints them.
@@ -13,6 +15,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/kube-nats-relay/kube-nats-relay/internal/testenv"
@@ -30,6 +33,8 @@ func main() {
 func run(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("cluster", flag.ContinueOnError)
 	dir := fs.String("dir", ".cluster", "directory for state, logs and the env file (emptied first)")
+	light := fs.Bool("light", false, "etcd and kube-apiserver only: no controllers, scheduler or nodes")
+	nodes := fs.Int("nodes", 1, "number of simulated nodes (kwok)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -45,7 +50,16 @@ func run(ctx context.Context, args []string) error {
 	// The env file is the readiness signal for `make cluster-up`; it goes when we do.
 	defer os.Remove(envFile)
 
-	env, err := testenv.Start(ctx, testenv.Options{Kube: true, NATS: true, Dir: filepath.Join(abs, "state")})
+	if *nodes < 1 {
+		return fmt.Errorf("-nodes %d: want at least 1", *nodes)
+	}
+	env, err := testenv.Start(ctx, testenv.Options{
+		Kube:           true,
+		Cluster:        !*light,
+		ClusterOptions: testenv.ClusterOptions{Nodes: *nodes},
+		NATS:           true,
+		Dir:            filepath.Join(abs, "state"),
+	})
 	if err != nil {
 		return err
 	}
@@ -64,6 +78,11 @@ func run(ctx context.Context, args []string) error {
 		return err
 	}
 	fmt.Print(exports)
+	if env.Cluster != nil {
+		fmt.Printf("# nodes (simulated by kwok): %s\n", strings.Join(env.Cluster.Nodes(), " "))
+	} else {
+		fmt.Println("# light mode: no controllers, scheduler or nodes")
+	}
 	fmt.Printf("# logs: %s\n# cluster running; stop with SIGTERM (make cluster-down)\n", env.Dir)
 	<-ctx.Done()
 	return nil

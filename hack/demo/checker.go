@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/kube-nats-relay/kube-nats-relay/event"
 )
@@ -33,7 +34,10 @@ type checker struct {
 	// relayExited is closed when the relay process ends; no event can come after that.
 	relayExited <-chan struct{}
 
-	pending  []want
+	pending []want
+	// used holds, per object (uid), the type and phase that already fulfilled a want, so that
+	// one event of one Pod never counts for two of a step's generated-name wants.
+	used     map[string]bool
 	total    int
 	other    int // events no step asked for
 	counts   map[event.Type]int
@@ -48,6 +52,7 @@ func newChecker(events <-chan received, relayExited <-chan struct{}, full bool) 
 		relayExited: relayExited,
 		full:        full,
 		counts:      make(map[event.Type]int),
+		used:        make(map[string]bool),
 		ids:         make(map[string]bool),
 		lastRV:      make(map[string]uint64),
 	}
@@ -55,7 +60,9 @@ func newChecker(events <-chan received, relayExited <-chan struct{}, full bool) 
 
 // printHeader prints the column titles of the event lines.
 func (c *checker) printHeader() {
-	fmt.Printf("\n  %-12s  %-8s  %-16s  %-13s  %-5s  %s\n", "TIME", "TYPE", "RESOURCE", "OBJECT", "RV", "ORIGIN")
+	fmt.Println("  (* marks the events a step expects; the others are the controllers', the scheduler's")
+	fmt.Println("   and kwok's follow-ups, checked against the contract all the same)")
+	fmt.Printf("\n    %-12s  %-8s  %-16s  %-25s  %-5s  %-7s  %s\n", "TIME", "TYPE", "RESOURCE", "OBJECT", "RV", "ORIGIN", "STATE")
 }
 
 // expect takes events until each of wants has arrived, or fails after timeout.
@@ -70,7 +77,14 @@ func (c *checker) expect(ctx context.Context, wants []want, timeout time.Duratio
 		case <-timer.C:
 			missing := make([]string, len(c.pending))
 			for i, w := range c.pending {
-				missing[i] = fmt.Sprintf("%s %s %s", w.typ, w.resource, object(w.namespace, w.name))
+				name := w.name
+				if w.prefix {
+					name += "*"
+				}
+				missing[i] = fmt.Sprintf("%s %s %s", w.typ, w.resource, object(w.namespace, name))
+				if w.phase != "" {
+					missing[i] += " (" + string(w.phase) + ")"
+				}
 			}
 			return fmt.Errorf("no event within %s for: %s", timeout, strings.Join(missing, "; "))
 		case <-c.relayExited:
@@ -108,7 +122,8 @@ func (c *checker) take(r received) {
 	}
 	c.total++
 	c.counts[m.Type]++
-	matched := c.match(m)
+	st := stateOf(r.data)
+	matched := c.match(m, st.Status.Phase)
 	c.check(r, m)
 
 	when := "-"
@@ -119,26 +134,32 @@ func (c *checker) take(r received) {
 	if m.Group != "" {
 		resource += "." + m.Group
 	}
-	line := fmt.Sprintf("  %-12s  %-8s  %-16s  %-13s  %-5s  %s", when, m.Type, resource,
-		object(m.Namespace, m.Name), m.ResourceVersion, m.Origin)
-	if !matched {
-		line += "  (not caused by this step)"
+	mark := " "
+	if matched {
+		mark = "*"
 	}
-	fmt.Println(line)
+	line := fmt.Sprintf("  %s %-12s  %-8s  %-16s  %-25s  %-5s  %-7s  %s", mark, when, m.Type, resource,
+		object(m.Namespace, m.Name), m.ResourceVersion, m.Origin, st.describe(m.Resource))
+	fmt.Println(strings.TrimRight(line, " "))
 	if c.full {
 		printMessage(r)
 	}
 }
 
-// match removes the pending want m fulfils; false when m fulfils none.
-func (c *checker) match(m event.Meta) bool {
+// match removes the pending want m (of an object in phase) fulfils; false when m fulfils
+// none.
+func (c *checker) match(m event.Meta, phase corev1.PodPhase) bool {
+	key := m.UID + "/" + string(m.Type) + "/" + string(phase)
 	i := slices.IndexFunc(c.pending, func(w want) bool {
-		return w.typ == m.Type && w.resource == m.Resource && w.namespace == m.Namespace && w.name == m.Name
+		nameOK := w.name == m.Name || w.prefix && strings.HasPrefix(m.Name, w.name)
+		return w.typ == m.Type && w.resource == m.Resource && w.namespace == m.Namespace && nameOK &&
+			(w.phase == "" || w.phase == phase) && !c.used[key]
 	})
 	if i < 0 {
 		c.other++
 		return false
 	}
+	c.used[key] = true
 	if w := c.pending[i]; w.rv != "" && w.rv != m.ResourceVersion {
 		c.problem("%s %s: resourceVersion %s, but the API server returned %s for the change",
 			m.Type, object(m.Namespace, m.Name), m.ResourceVersion, w.rv)
@@ -220,7 +241,7 @@ func (c *checker) summary() {
 	}
 	fmt.Printf("summary: %d events received (%s)", c.total, strings.Join(parts, ", "))
 	if c.other > 0 {
-		fmt.Printf(", %d of them not caused by the demo", c.other)
+		fmt.Printf(", %d of them follow-ups no step asked for", c.other)
 	}
 	fmt.Println()
 	fmt.Println("         every change arrived once, in resourceVersion order per object, with headers")
@@ -254,4 +275,50 @@ func object(namespace, name string) string {
 		return name
 	}
 	return namespace + "/" + name
+}
+
+// state is what an event line shows of the object's body: a Pod's phase and node, a
+// Deployment's or ReplicaSet's ready and desired replicas, a namespace's phase.
+type state struct {
+	Metadata struct {
+		DeletionTimestamp *string `json:"deletionTimestamp"`
+	} `json:"metadata"`
+	Spec struct {
+		NodeName string `json:"nodeName"`
+		Replicas *int32 `json:"replicas"`
+	} `json:"spec"`
+	Status struct {
+		Phase         corev1.PodPhase `json:"phase"`
+		ReadyReplicas int32           `json:"readyReplicas"`
+	} `json:"status"`
+}
+
+// stateOf decodes the parts of body that state shows; an undecodable body shows nothing
+// (check reports it).
+func stateOf(body []byte) state {
+	var st state
+	_ = json.Unmarshal(body, &st)
+	return st
+}
+
+// describe returns the state column of an event of resource.
+func (st state) describe(resource string) string {
+	var s string
+	switch resource {
+	case "pods":
+		s = string(st.Status.Phase)
+		if st.Spec.NodeName != "" {
+			s += " on " + st.Spec.NodeName
+		}
+	case "deployments", "replicasets":
+		if st.Spec.Replicas != nil {
+			s = fmt.Sprintf("%d/%d ready", st.Status.ReadyReplicas, *st.Spec.Replicas)
+		}
+	case "namespaces":
+		s = string(st.Status.Phase)
+	}
+	if st.Metadata.DeletionTimestamp != nil && resource != "namespaces" {
+		s = strings.TrimSpace(s + " (deleting)")
+	}
+	return s
 }

@@ -1,8 +1,11 @@
-// Command demo runs the relay's main job end to end on this machine, with real parts only:
-// etcd and kube-apiserver from internal/testenv, the relay binary (.bin/relay) with its
-// embedded nats-server, an ordered JetStream consumer, and a short story of changes made with
-// client-go. Every change must come back as exactly one valid event, in order; otherwise the
-// demo exits non-zero. `make demo` builds the relay and runs it; -full also prints every
+// Command demo runs the relay's main job end to end on this machine, with real parts only: a
+// cluster from internal/testenv (etcd, kube-apiserver, kube-controller-manager,
+// kube-scheduler, and kwok playing kubelet for one simulated node), the relay binary
+// (.bin/relay) with its embedded nats-server, an ordered JetStream consumer, and a short story
+// of changes made with client-go that the controllers follow up on: a Deployment's ReplicaSet
+// and Pods (Pending, then Running), and the deletion of everything in a deleted namespace.
+// Every change the story expects must come back as exactly one valid event, in order;
+// otherwise the demo exits non-zero. `make demo` builds the relay and runs it; -full also prints every
 // message (subject, headers, body).
 //
 // Everything it starts is stopped on exit, Ctrl-C included; its state directory is removed.
@@ -38,22 +41,23 @@ const (
 	prefix    = "kube"
 	stream    = "KUBE"
 	bucket    = "kube-relay-checkpoints"
-	resources = "deployments.apps,configmaps,namespaces"
+	resources = "deployments.apps,replicasets.apps,pods,configmaps,namespaces"
 	// sources is the number of checkpoints the relay writes once it has listed every
 	// resource: one per resource, since no namespaces are configured.
-	sources = 3
+	sources = 5
 	// namespace holds the story's objects.
 	namespace = "demo"
 )
 
 const (
 	// relayReadyTimeout bounds the relay's start: discovery, the embedded nats-server, the
-	// stream, the bucket and three initial lists take a few seconds on an idle machine; a
+	// stream, the bucket and five initial lists take a few seconds on an idle machine; a
 	// busy 2-core one may need many times that.
 	relayReadyTimeout = 90 * time.Second
 	// eventTimeout bounds the wait for one step's events. The relay publishes within
-	// milliseconds; this only fails a relay that lost the change.
-	eventTimeout = 30 * time.Second
+	// milliseconds and the controllers, the scheduler and kwok act within seconds; this only
+	// fails a relay that lost a change (or a cluster that is stuck).
+	eventTimeout = 60 * time.Second
 	// stepPause separates the steps so that the output reads as a story.
 	stepPause = time.Second
 	// relayStopTimeout is how long the relay may take to exit after SIGTERM: what `docker stop`
@@ -61,8 +65,9 @@ const (
 	relayStopTimeout = 10 * time.Second
 	// pollInterval paces the readiness checks.
 	pollInterval = 200 * time.Millisecond
-	// eventBuffer holds events between the consumer and the printer; the story makes seven.
-	eventBuffer = 256
+	// eventBuffer holds events between the consumer and the printer; the story and the
+	// controllers make about a hundred.
+	eventBuffer = 1024
 	// logTailLines is how much of the relay's log a failure shows.
 	logTailLines = 40
 )
@@ -112,6 +117,14 @@ func run(ctx context.Context, full bool) (err error) {
 	}
 	defer cp.Stop() // a no-op when stopped below
 	say("control plane ready at %s (%s)", cp.ServerURL(), since(start))
+	say("starting kube-controller-manager, kube-scheduler and kwok with one simulated node")
+	start = time.Now()
+	cl, err := testenv.StartCluster(ctx, cp, filepath.Join(dir, "cluster"), testenv.ClusterOptions{Nodes: 1})
+	if err != nil {
+		return fmt.Errorf("start cluster: %w", err)
+	}
+	defer cl.Stop() // a no-op when stopped below
+	say("node %s Ready and schedulable (%s)", strings.Join(cl.Nodes(), ", "), since(start))
 
 	port, err := freePort()
 	if err != nil {
@@ -189,11 +202,12 @@ func run(ctx context.Context, full bool) (err error) {
 		return err
 	}
 	say("relay exited 0 after %s", since(start))
+	cl.Stop()
 	cp.Stop()
 	if err := os.RemoveAll(dir); err != nil {
 		return err
 	}
-	say("control plane stopped, %s removed; relay log kept: %s", dir, logFile.Name())
+	say("cluster stopped, %s removed; relay log kept: %s", dir, logFile.Name())
 	fmt.Println()
 	c.summary()
 	return nil

@@ -1,6 +1,7 @@
 // Package relaytest runs the relay binary in integration tests of packages other than
-// cmd/relay (consumer, examples): it builds the binary once per test package, starts it as
-// a real process with a configuration of the test's own, and waits until it watches.
+// cmd/relay (consumer, examples, e2e): it builds the binary once per test package, starts it
+// as a real process with a configuration of the test's own, and waits until it watches.
+// Record also consumes what that relay publishes, for tests that assert on the events.
 //
 // The binary and the test bed live in one directory that testenv removes when the package's
 // tests end; every process started here is stopped when its test ends, failed or not.

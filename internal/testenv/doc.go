@@ -3,6 +3,13 @@
 // pinned Kubernetes modules (static token, client certificates and service account tokens,
 // RBAC authorization), and nats-server with JetStream, alone or as a 3-node cluster.
 //
+// Two control-plane modes, chosen per test package in Options: Kube runs etcd and
+// kube-apiserver only (the API without any behaviour: a Deployment never gets Pods, a deleted
+// namespace stays Terminating); Cluster adds kube-controller-manager, kube-scheduler (same
+// pinned Kubernetes release) and kwok playing kubelet for simulated nodes, so the API
+// behaves like a cluster's: Deployments get ReplicaSets and Running Pods, namespace deletion
+// removes the contents, garbage collection runs, node Leases heartbeat.
+//
 // Everything listens on free loopback ports and keeps its state in a temporary directory.
 // Binaries come from `make tools` (in .bin at the repository root, or TESTENV_BIN_DIR); a
 // missing binary is an error, never a skipped test.

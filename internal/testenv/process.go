@@ -34,6 +34,8 @@ type process struct {
 	path    string
 	args    []string
 	logPath string
+	// env is added to the test process's environment; empty means inherit it unchanged.
+	env []string
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -53,6 +55,9 @@ func (p *process) start() error {
 	}
 	fmt.Fprintf(logFile, "\n==== %s start %s %v\n", time.Now().Format(time.RFC3339Nano), p.path, p.args)
 	cmd := exec.Command(p.path, p.args...)
+	if len(p.env) > 0 {
+		cmd.Env = append(os.Environ(), p.env...)
+	}
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}

@@ -20,7 +20,7 @@ func testContext(t *testing.T, d time.Duration) context.Context {
 }
 
 func TestBinariesArePinnedBuilds(t *testing.T) {
-	for _, name := range []string{binEtcd, binKubeAPIServer, binNATSServer} {
+	for _, name := range []string{binEtcd, binKubeAPIServer, binNATSServer, binControllerManager, binScheduler, binKwok} {
 		p, err := binPath(name)
 		if err != nil {
 			t.Fatalf("binPath(%q): %v", name, err)

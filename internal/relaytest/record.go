@@ -1,0 +1,160 @@
+package relaytest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/kube-nats-relay/kube-nats-relay/event"
+	"github.com/kube-nats-relay/kube-nats-relay/internal/testenv"
+)
+
+// Event is one message of a relay's stream, as a Recording consumed it.
+type Event struct {
+	// Meta is what the subject and headers say.
+	event.Meta
+	// Subject, Header and Body are the message as published.
+	Subject string
+	Header  nats.Header
+	Body    []byte
+}
+
+// Decode unmarshals the body (the object's JSON) into v.
+func (e Event) Decode(v any) error { return json.Unmarshal(e.Body, v) }
+
+// Recording is a relay started by Record and every message of its stream, read from the
+// first one by an ordered consumer as the relay publishes.
+type Recording struct {
+	// Relay is the relay process.
+	Relay *Process
+
+	mu       sync.Mutex
+	events   []Event
+	problems []string // messages whose headers do not decode
+}
+
+// Record starts the relay with Vars(env, name) plus extra (extra wins), waits until it has
+// written sources checkpoints (one per resource, times the namespaces for a namespaced
+// resource when RELAY_NAMESPACES is set), and consumes its stream until the test ends.
+func Record(t testing.TB, env *testenv.Env, bin, name string, extra map[string]string, sources int) *Recording {
+	t.Helper()
+	vars := Vars(env, name)
+	for k, v := range extra {
+		vars[k] = v
+	}
+	nc, err := nats.Connect(env.NATS.URL(), nats.Name("relaytest-recording"))
+	if err != nil {
+		t.Fatalf("connect to nats-server: %v", err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Recording{Relay: Start(t, bin, vars)}
+	r.Relay.WaitWatching(t, js, vars["RELAY_CHECKPOINT_BUCKET"], sources)
+
+	ctx := context.Background()
+	cons, err := js.OrderedConsumer(ctx, vars["RELAY_STREAM"], jetstream.OrderedConsumerConfig{})
+	if err != nil {
+		t.Fatalf("ordered consumer on %s: %v", vars["RELAY_STREAM"], err)
+	}
+	cc, err := cons.Consume(r.take)
+	if err != nil {
+		t.Fatalf("consume %s: %v", vars["RELAY_STREAM"], err)
+	}
+	t.Cleanup(cc.Stop)
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		for _, e := range r.Events() {
+			t.Logf("event %s rv %s origin %s", e.Subject, e.ResourceVersion, e.Origin)
+		}
+	})
+	return r
+}
+
+func (r *Recording) take(m jetstream.Msg) {
+	meta, err := event.MetaFromHeader(m.Headers())
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err != nil {
+		r.problems = append(r.problems, fmt.Sprintf("%s: %v", m.Subject(), err))
+		return
+	}
+	r.events = append(r.events, Event{Meta: meta, Subject: m.Subject(), Header: m.Headers(), Body: m.Data()})
+}
+
+// Events returns the events consumed so far, in stream order.
+func (r *Recording) Events() []Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Event(nil), r.events...)
+}
+
+// Wait polls cond with the events consumed so far until it reports true, and fails the test
+// with cond's last explanation after timeout, or at once if the relay exits or publishes a
+// message whose headers do not decode.
+func (r *Recording) Wait(t testing.TB, what string, timeout time.Duration, cond func([]Event) (bool, string)) {
+	t.Helper()
+	var last string
+	err := wait.PollUntilContextTimeout(context.Background(), pollInterval, timeout, true, func(context.Context) (bool, error) {
+		select {
+		case <-r.Relay.done:
+			return false, fmt.Errorf("relay exited: %v", r.Relay.err)
+		default:
+		}
+		r.mu.Lock()
+		problems := append([]string(nil), r.problems...)
+		r.mu.Unlock()
+		if len(problems) > 0 {
+			return false, fmt.Errorf("undecodable messages: %v", problems)
+		}
+		var ok bool
+		ok, last = cond(r.Events())
+		return ok, nil
+	})
+	if err != nil {
+		t.Fatalf("waiting for %s: %v (last: %s)", what, err, last)
+	}
+}
+
+// CheckOrder fails the test if an event id repeats or, for one object (uid), a
+// resourceVersion does not increase or anything follows its DELETED: the per-object promises
+// of docs/guarantees.md, checked on everything consumed so far.
+func (r *Recording) CheckOrder(t testing.TB) {
+	t.Helper()
+	ids := make(map[string]bool)
+	lastRV := make(map[string]uint64)
+	deleted := make(map[string]bool)
+	for _, e := range r.Events() {
+		obj := fmt.Sprintf("%s %s/%s uid %s", e.Resource, e.Namespace, e.Name, e.UID)
+		if id := e.ID(); ids[id] {
+			t.Errorf("%s: duplicate event id %s", obj, id)
+		} else {
+			ids[id] = true
+		}
+		rv, err := strconv.ParseUint(e.ResourceVersion, 10, 64)
+		if err != nil {
+			t.Errorf("%s: resourceVersion %q is not an integer", obj, e.ResourceVersion)
+			continue
+		}
+		if last, ok := lastRV[e.UID]; ok && rv <= last {
+			t.Errorf("%s: %s at resourceVersion %d after %d", obj, e.Type, rv, last)
+		}
+		if deleted[e.UID] {
+			t.Errorf("%s: %s at resourceVersion %d after its deletion", obj, e.Type, rv)
+		}
+		lastRV[e.UID] = rv
+		deleted[e.UID] = e.Type == event.Deleted
+	}
+}
