@@ -73,6 +73,7 @@ func (in *intake) run(ctx context.Context, rv string) error {
 			in.src.synced.Store(false)
 			rv, err = in.list(ctx, origin)
 			if err == nil {
+				in.src.note(listNote(origin))
 				// Only a completed list ends the initial sync: a 410 on an expired continue
 				// token restarts it with the same origin.
 				needList = false
@@ -101,6 +102,7 @@ func (in *intake) run(ctx context.Context, rv string) error {
 		in.src.synced.Store(false)
 		switch {
 		case isExpired(err):
+			in.src.note(NoteExpired)
 			in.log.Info().Str("rv", rv).Err(err).Msg("resourceVersion expired, relisting")
 			needList = true
 			continue
@@ -297,6 +299,7 @@ func (in *intake) change(ctx context.Context, obj *unstructured.Unstructured, ty
 	uid, rv := string(obj.GetUID()), obj.GetResourceVersion()
 	if prev, ok := in.index.get(key); ok && prev.covers(rv) {
 		in.log.Debug().Str("key", key).Str("rv", rv).Msg("replay suppressed")
+		in.src.note(NoteReplaySuppressed)
 		return in.mark(ctx, rv)
 	}
 	t := event.Modified
@@ -388,6 +391,7 @@ func (in *intake) markUrgent(ctx context.Context, rv string) error {
 // read meanwhile, which is the back-pressure the apiserver sees. After watchStallLimit the
 // open watch is released (the item is still handed on; the next watch resumes after it).
 func (in *intake) send(ctx context.Context, it *item) error {
+	it.received = time.Now()
 	select {
 	case in.out <- it:
 		return nil
