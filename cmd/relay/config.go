@@ -122,6 +122,31 @@ type Config struct {
 	// Kubernetes' 30s grace period).
 	ShutdownTimeout Duration `envconfig:"RELAY_SHUTDOWN_TIMEOUT" default:"8s" desc:"time allowed to drain publishes and save checkpoints on shutdown"`
 
+	// High availability: several replicas, one leader publishing.
+
+	// LeaderElect makes the relay campaign for a coordination.k8s.io Lease and relay only
+	// while it holds it; the others stand by with no watch open. Off by default: one
+	// replica needs no lease (and no RBAC on leases).
+	LeaderElect Bool `envconfig:"RELAY_LEADER_ELECT" default:"false" desc:"campaign for a Lease and relay only while holding it, for more than one replica (needs NATS_URL)"`
+	// LeaderElectionNamespace holds the Lease; empty uses the pod's own namespace.
+	LeaderElectionNamespace string `envconfig:"RELAY_LEADER_ELECTION_NAMESPACE" desc:"namespace of the Lease; empty uses the pod's namespace (service account), else default"`
+	// LeaderElectionLease names the Lease; replicas of one deployment share it.
+	LeaderElectionLease string `envconfig:"RELAY_LEADER_ELECTION_LEASE" default:"kube-nats-relay" desc:"name of the Lease the replicas compete for"`
+	// Identity is this process's name in the Lease; it must be unique per process. Empty
+	// uses the host name (the pod name) plus a random suffix.
+	Identity string `envconfig:"RELAY_IDENTITY" desc:"this process's identity in the Lease, unique per process; empty uses the host name plus a random suffix"`
+	// LeaseDuration is how long a lease outlives its last renewal: a standby takes over at
+	// most this long after the leader died. 15s is client-go's and kube-controller-manager's
+	// choice: a failover in seconds, without lease churn when the apiserver is briefly slow.
+	LeaseDuration Duration `envconfig:"RELAY_LEASE_DURATION" default:"15s" desc:"how long a lease holds after its last renewal: the longest wait before a standby takes over"`
+	// RenewDeadline is how long the leader keeps failing to renew before it stops (exits).
+	// 10s rides out a slow apiserver; with RetryPeriod it leaves the leader 3s of the
+	// lease duration to stop publishing before anyone else may start.
+	RenewDeadline Duration `envconfig:"RELAY_RENEW_DEADLINE" default:"10s" desc:"how long the leader tries to renew before it gives up and stops; plus RELAY_RETRY_PERIOD, less than RELAY_LEASE_DURATION"`
+	// RetryPeriod is how often the leader renews and standbys try to acquire: 2s is
+	// client-go's default, one small write every 2s per replica.
+	RetryPeriod Duration `envconfig:"RELAY_RETRY_PERIOD" default:"2s" desc:"how often the leader renews and standbys try to acquire the Lease"`
+
 	// Logging.
 
 	// LogLevel is the minimum level written; per-event lines are debug.

@@ -218,3 +218,13 @@ func (c *natsConn) close(ctx context.Context) {
 		zerolog.Ctx(ctx).Info().Msg("embedded nats-server stopped")
 	}
 }
+
+// abort closes the connection at once, without draining: nothing handed to the client after
+// it reaches the server, and what the client buffered while disconnected is dropped. It is
+// the hard stop of a leader that lost its lease; close may still be called afterwards.
+func (c *natsConn) abort() {
+	c.closing.Store(true)
+	if c.nc != nil {
+		c.nc.Close()
+	}
+}

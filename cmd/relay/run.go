@@ -45,10 +45,11 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	log := newLogger(cfg, stderr)
 	ctx = log.WithContext(ctx)
+	routeKlog(log)
 
-	ready := &readiness{}
+	ready, live, m := &readiness{}, &readiness{}, newMetrics()
 	if cfg.HTTPAddr != "" {
-		_, stopHealth, err := serveHealth(ctx, cfg.HTTPAddr, ready)
+		_, stopHealth, err := serveHealth(ctx, cfg.HTTPAddr, ready, live, m.handler())
 		if err != nil {
 			return err
 		}
@@ -105,6 +106,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	ckpts := newTrackedCheckpoints(store)
 	objIdx, err := checkpoint.OpenIndex(ctx, js, checkpoint.IndexConfig{Bucket: cfg.IndexBucket, Replicas: cfg.StreamReplicas.Int})
 	if err != nil {
 		return err
@@ -122,21 +124,16 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	built := make([]*relay.Source, len(sources))
 	for i, sc := range sources {
-		built[i] = relay.NewSource(sc, dyn, js, store, objIdx)
+		built[i] = relay.NewSource(sc, dyn, js, ckpts, objIdx)
 		if mirrored[i] {
 			built[i].WithMirror(mirror)
 		}
 	}
 	rl := relay.New(built...)
-	ready.set(func() []string {
-		if !nc.IsConnected() {
-			return []string{"nats: " + nc.Status().String()}
-		}
-		return nil
-	}, rl.NotReady)
+	m.observe(built, ckpts, nc)
 	log.Info().Int("sources", len(built)).Str("stream", cfg.Stream).Str("bucket", cfg.CheckpointBucket).
 		Str("index_bucket", cfg.IndexBucket).Msg("relay started")
-	err = rl.Run(ctx)
+	err = relayOrStandBy(ctx, cfg, kube.rest, conn, rl, ckpts, ready, live, m)
 	log.Info().Msg("relay stopped")
 	if cause := context.Cause(ctx); errors.Is(cause, errNATSClosed) {
 		return cause

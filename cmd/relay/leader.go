@@ -1,0 +1,298 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+)
+
+// Leader election, and why a leader that loses its lease cannot overlap with the next one.
+//
+// client-go's leader renews the Lease every RetryPeriod. When renewals keep failing for
+// RenewDeadline, counted from the first attempt after the last success, it gives up: at most
+// RetryPeriod + RenewDeadline after that success (12s with the defaults). A standby may take
+// the lease only when LeaseDuration has passed since it saw the last renewal on the
+// apiserver, by its own clock (15s), so the old leader has LeaseDuration - RenewDeadline -
+// RetryPeriod (3s) to stop. It needs milliseconds: on losing the lease it closes its NATS
+// connection at once (no drain), which fails every publish, index and checkpoint write it
+// has not yet handed to the network and discards what the client buffered while
+// disconnected, then exits non-zero for Kubernetes to restart it as a fresh standby.
+// Config.Validate insists on RenewDeadline + RetryPeriod < LeaseDuration.
+//
+// A graceful stop (SIGTERM) is the other way round: the leader drains and writes its final
+// checkpoints while still holding the lease, and only then releases it, so the next leader
+// loads those checkpoints instead of racing them.
+
+// errLeaseLost ends the run of a leader that could not renew its lease.
+var errLeaseLost = errors.New("leader election lease lost: stopped publishing at once; restart to stand by")
+
+// errCheckpointConflict ends the run of a leader that found its checkpoint written by
+// another process (a late write of the previous leader, or a second relay on the same
+// buckets): it stops at once and restarts to load the checkpoint afresh.
+var errCheckpointConflict = errors.New("checkpoint written by another relay while leading: stopped publishing at once; restart to reload it")
+
+const (
+	// leaseLostGrace bounds the wait for the sources to return after a hard stop: publishing
+	// is already impossible (NATS is closed), this only lets them log their end.
+	leaseLostGrace = time.Second
+	// leaderHealthzTolerance is how long past its lease duration a leader may go without
+	// renewing before /healthz fails: it should have exited by then, so something is stuck.
+	// 20s is kube-controller-manager's value.
+	leaderHealthzTolerance = 20 * time.Second
+	// lockObservedWithin says how recently a standby must have read the Lease to count as
+	// able to campaign, in retry periods: a few failed reads in a row are a hiccup, more mean
+	// the apiserver is out of reach.
+	lockObservedWithin = 5
+)
+
+// leadership is this process's part in leader election.
+type leadership struct {
+	cfg   Config
+	id    string
+	lock  *observedLock
+	el    *leaderelection.LeaderElector
+	watch *leaderelection.HealthzAdaptor
+
+	leading atomic.Bool
+	// onConflict stops the leader; set while it leads.
+	onConflict atomic.Pointer[func(error)]
+	// leader is the identity of the current leader as last seen, "" when unknown.
+	leader atomic.Pointer[string]
+}
+
+// newLeadership prepares the campaign for cfg's Lease; nothing talks to the apiserver yet.
+func newLeadership(cfg Config, rc *rest.Config) (*leadership, error) {
+	cs, err := kubernetes.NewForConfig(rest.CopyConfig(rc))
+	if err != nil {
+		return nil, fmt.Errorf("lease client: %w", err)
+	}
+	l := &leadership{cfg: cfg, id: cfg.LeaderIdentity(), watch: leaderelection.NewLeaderHealthzAdaptor(leaderHealthzTolerance)}
+	l.lock = &observedLock{Interface: &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Namespace: cfg.LeaseNamespace(), Name: cfg.LeaderElectionLease},
+		Client:     cs.CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: l.id},
+	}}
+	none := ""
+	l.leader.Store(&none)
+	return l, nil
+}
+
+// campaign campaigns and calls relayWhileLeading once the lease is held. It returns:
+//   - nil when ctx ends: relayWhileLeading has returned (drained, final checkpoints written)
+//     and only then the lease is released, so that the next leader starts where this one
+//     stopped;
+//   - errLeaseLost when renewing failed: abort was called the moment it did (hard stop);
+//   - errCheckpointConflict when conflict was called while leading (abort called too);
+//   - relayWhileLeading's error otherwise, after releasing the lease.
+//
+// relayWhileLeading must return when its context ends.
+func (l *leadership) campaign(ctx context.Context, abort func(), relayWhileLeading func(context.Context) error) error {
+	log := zerolog.Ctx(ctx).With().Str("lease", l.cfg.LeaseNamespace()+"/"+l.cfg.LeaderElectionLease).Str("identity", l.id).Logger()
+	// The elector has a context of its own: it must keep renewing while the relay drains
+	// after ctx ended, and release the lease only after that.
+	electCtx, stopElecting := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopElecting()
+	var letGo atomic.Bool // set before this process gives the lease up on purpose
+	started := make(chan struct{})
+	lost := make(chan struct{})
+	el, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock:            l.lock,
+		Name:            l.cfg.LeaderElectionLease,
+		LeaseDuration:   l.cfg.LeaseDuration.Duration,
+		RenewDeadline:   l.cfg.RenewDeadline.Duration,
+		RetryPeriod:     l.cfg.RetryPeriod.Duration,
+		ReleaseOnCancel: true,
+		WatchDog:        l.watch,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(context.Context) {
+				l.leading.Store(true)
+				close(started)
+			},
+			OnStoppedLeading: func() {
+				wasLeading := l.leading.Swap(false)
+				if letGo.Load() || !wasLeading {
+					return
+				}
+				// Renewal failed: stop publishing now, before anything else.
+				abort()
+				log.Error().Stringer("renew_deadline", l.cfg.RenewDeadline.Duration).Msg("leader election lease lost: stopped publishing")
+				close(lost)
+			},
+			OnNewLeader: func(id string) {
+				l.leader.Store(&id)
+				if id == l.id {
+					log.Info().Msg("became leader")
+					return
+				}
+				log.Info().Str("leader", id).Msg("standing by: another relay leads")
+			},
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("leader election: %w", err)
+	}
+	l.el = el
+	l.watch.SetLeaderElection(el)
+	electorDone := make(chan struct{})
+	go func() {
+		defer close(electorDone)
+		el.Run(electCtx)
+	}()
+	release := func() {
+		letGo.Store(true)
+		stopElecting()
+		<-electorDone
+	}
+	log.Info().Stringer("lease_duration", l.cfg.LeaseDuration.Duration).Msg("campaigning for the lease")
+	select {
+	case <-ctx.Done():
+		release()
+		return nil
+	case <-started:
+	}
+
+	runCtx, stopRun := context.WithCancelCause(ctx)
+	defer stopRun(nil)
+	var hardStop atomic.Pointer[error]
+	stopHard := func(cause error) {
+		if hardStop.CompareAndSwap(nil, &cause) {
+			abort()
+			stopRun(cause)
+		}
+	}
+	fire := func(err error) {
+		log.Error().Err(err).Msg("checkpoint written by another relay while leading: stopping at once")
+		stopHard(errCheckpointConflict)
+	}
+	l.onConflict.Store(&fire)
+	relayDone := make(chan error, 1)
+	go func() { relayDone <- relayWhileLeading(runCtx) }()
+	select {
+	case err := <-relayDone:
+		if cause := hardStop.Load(); cause != nil {
+			release()
+			return *cause
+		}
+		// ctx ended and the relay finished its graceful stop, or every source failed:
+		// either way hand the lease on now.
+		release()
+		return err
+	case <-lost:
+		stopRun(errLeaseLost)
+		select {
+		case <-relayDone:
+		case <-time.After(leaseLostGrace):
+		}
+		return errLeaseLost
+	}
+}
+
+// conflict is called by the checkpoint store when another process wrote a checkpoint: while
+// leading, that stops the relay at once (errCheckpointConflict).
+func (l *leadership) conflict(err error) {
+	if f := l.onConflict.Load(); f != nil {
+		(*f)(err)
+	}
+}
+
+// isLeader reports whether this process holds the lease.
+func (l *leadership) isLeader() bool { return l.leading.Load() }
+
+// role describes the process for /readyz.
+func (l *leadership) role() string {
+	if l.isLeader() {
+		return "leader " + l.id
+	}
+	leader := *l.leader.Load()
+	if leader == "" {
+		return "standby " + l.id + " (no leader known)"
+	}
+	return "standby " + l.id + " (leader " + leader + ")"
+}
+
+// standbyNotReady returns why a standby could not take over: it has not read the Lease
+// recently (the apiserver is out of reach), so it cannot campaign.
+func (l *leadership) standbyNotReady() []string {
+	if l.isLeader() {
+		return nil
+	}
+	limit := lockObservedWithin * l.cfg.RetryPeriod.Duration
+	last := l.lock.lastSeen()
+	if last.IsZero() {
+		return []string{"lease: not read yet"}
+	}
+	if since := time.Since(last); since > limit {
+		return []string{fmt.Sprintf("lease: not read for %s, cannot campaign: %v", since.Round(time.Second), l.lock.lastErr())}
+	}
+	return nil
+}
+
+// wedged returns a reason when this process leads but has not renewed its lease for well
+// past the lease duration: it should have stopped, so something is stuck.
+func (l *leadership) wedged() []string {
+	if err := l.watch.Check(nil); err != nil {
+		return []string{err.Error()}
+	}
+	return nil
+}
+
+// observedLock is a resource lock that remembers when the apiserver last answered it.
+type observedLock struct {
+	resourcelock.Interface
+	seen atomic.Int64
+	err  atomic.Pointer[error]
+}
+
+var _ resourcelock.Interface = (*observedLock)(nil)
+
+func (o *observedLock) Get(ctx context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {
+	rec, raw, err := o.Interface.Get(ctx)
+	o.note(err)
+	return rec, raw, err
+}
+
+func (o *observedLock) Create(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
+	err := o.Interface.Create(ctx, ler)
+	o.note(err)
+	return err
+}
+
+func (o *observedLock) Update(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
+	err := o.Interface.Update(ctx, ler)
+	o.note(err)
+	return err
+}
+
+// note records a usable answer: success, a Lease not created yet, or a lost race for it.
+func (o *observedLock) note(err error) {
+	if err == nil || apierrors.IsNotFound(err) || apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
+		o.seen.Store(time.Now().UnixNano())
+		return
+	}
+	o.err.Store(&err)
+}
+
+func (o *observedLock) lastSeen() time.Time {
+	n := o.seen.Load()
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n)
+}
+
+func (o *observedLock) lastErr() error {
+	if e := o.err.Load(); e != nil {
+		return *e
+	}
+	return nil
+}
