@@ -137,7 +137,25 @@ func (o sourceObserver) Noted(n relay.Note) {
 func (m *metrics) observe(sources []*relay.Source, ckpts *trackedCheckpoints, nc *nats.Conn) {
 	for _, s := range sources {
 		r, _ := s.Resource()
-		s.WithObserver(sourceObserver{m: m, resource: r.GroupResource().String()})
+		res := r.GroupResource().String()
+		s.WithObserver(sourceObserver{m: m, resource: res})
+		// Every series of the resource exists from the start, at 0, so that rate() and
+		// alerts see a first failure or relist as an increase, not as a new series.
+		for _, t := range []string{"added", "modified", "deleted"} {
+			for _, o := range []string{"live", "initial-sync", "relist"} {
+				m.published.WithLabelValues(res, t, o)
+			}
+		}
+		for _, o := range []string{"initial-sync", "relist"} {
+			m.lists.WithLabelValues(res, o)
+		}
+		for _, by := range []string{"index", "dedup"} {
+			m.replays.WithLabelValues(res, by)
+		}
+		m.oversize.WithLabelValues(res)
+		m.publishErrors.WithLabelValues(res)
+		m.publishRetries.WithLabelValues(res)
+		m.expired.WithLabelValues(res)
 	}
 	m.sampled.state.Store(&sampledState{sources: sources, ckpts: ckpts, nc: nc})
 }
