@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -18,11 +19,11 @@ import (
 
 // Leader election, and why a leader that loses its lease cannot overlap with the next one.
 //
-// client-go's leader renews the Lease every RetryPeriod. When renewals keep failing for
-// RenewDeadline, counted from the first attempt after the last success, it gives up: at most
-// RetryPeriod + RenewDeadline after that success (12s with the defaults). A standby may take
-// the lease only when LeaseDuration has passed since it saw the last renewal on the
-// apiserver, by its own clock (15s), so the old leader has LeaseDuration - RenewDeadline -
+// The leader renews the Lease every RetryPeriod. When its last successful renewal was sent
+// more than RenewDeadline + RetryPeriod ago (12s with the defaults), it gives up: client-go's
+// elector reports the loss by then, and watchRenewals checks the same bound itself. A standby
+// may take the lease only when LeaseDuration (15s) has passed since it saw the last renewal
+// on the apiserver, by its own clock, so the old leader has LeaseDuration - RenewDeadline -
 // RetryPeriod (3s) to stop. It needs milliseconds: on losing the lease it closes its NATS
 // connection at once (no drain), which fails every publish, index and checkpoint write it
 // has not yet handed to the network and discards what the client buffered while
@@ -30,8 +31,8 @@ import (
 // Config.Validate insists on RenewDeadline + RetryPeriod < LeaseDuration.
 //
 // A graceful stop (SIGTERM) is the other way round: the leader drains and writes its final
-// checkpoints while still holding the lease, and only then releases it, so the next leader
-// loads those checkpoints instead of racing them.
+// checkpoints while still holding (and renewing) the lease, and only then releases it, so the
+// next leader loads those checkpoints instead of racing them.
 
 // errLeaseLost ends the run of a leader that could not renew its lease.
 var errLeaseLost = errors.New("leader election lease lost: stopped publishing at once; restart to stand by")
@@ -60,7 +61,6 @@ type leadership struct {
 	cfg   Config
 	id    string
 	lock  *observedLock
-	el    *leaderelection.LeaderElector
 	watch *leaderelection.HealthzAdaptor
 
 	leading atomic.Bool
@@ -105,28 +105,41 @@ func (l *leadership) campaign(ctx context.Context, abort func(), relayWhileLeadi
 	var letGo atomic.Bool // set before this process gives the lease up on purpose
 	started := make(chan struct{})
 	lost := make(chan struct{})
+	var loseOnce sync.Once
+	// loseLease is the hard stop: publishing ends now, before anything else happens.
+	loseLease := func(why string) {
+		loseOnce.Do(func() {
+			l.leading.Store(false)
+			abort()
+			log.Error().Str("why", why).Stringer("renew_deadline", l.cfg.RenewDeadline.Duration).
+				Msg("leader election lease lost: stopped publishing")
+			close(lost)
+		})
+	}
 	el, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-		Lock:            l.lock,
-		Name:            l.cfg.LeaderElectionLease,
-		LeaseDuration:   l.cfg.LeaseDuration.Duration,
-		RenewDeadline:   l.cfg.RenewDeadline.Duration,
-		RetryPeriod:     l.cfg.RetryPeriod.Duration,
-		ReleaseOnCancel: true,
-		WatchDog:        l.watch,
+		Lock:          l.lock,
+		Name:          l.cfg.LeaderElectionLease,
+		LeaseDuration: l.cfg.LeaseDuration.Duration,
+		RenewDeadline: l.cfg.RenewDeadline.Duration,
+		RetryPeriod:   l.cfg.RetryPeriod.Duration,
+		// Not ReleaseOnCancel: client-go then also tries to release after a failed renewal,
+		// for up to RenewDeadline, before it reports the loss, which would eat the margin
+		// the hard stop needs. This process releases the lease itself after a graceful stop.
+		WatchDog: l.watch,
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(context.Context) {
 				l.leading.Store(true)
 				close(started)
 			},
 			OnStoppedLeading: func() {
-				wasLeading := l.leading.Swap(false)
-				if letGo.Load() || !wasLeading {
+				// Called once, when the elector ends: on purpose (letGo), or because renewing
+				// failed after it had acquired the lease (acquiring alone retries until
+				// electCtx ends).
+				l.leading.Store(false)
+				if letGo.Load() {
 					return
 				}
-				// Renewal failed: stop publishing now, before anything else.
-				abort()
-				log.Error().Stringer("renew_deadline", l.cfg.RenewDeadline.Duration).Msg("leader election lease lost: stopped publishing")
-				close(lost)
+				loseLease("renewal failed")
 			},
 			OnNewLeader: func(id string) {
 				l.leader.Store(&id)
@@ -141,7 +154,6 @@ func (l *leadership) campaign(ctx context.Context, abort func(), relayWhileLeadi
 	if err != nil {
 		return fmt.Errorf("leader election: %w", err)
 	}
-	l.el = el
 	l.watch.SetLeaderElection(el)
 	electorDone := make(chan struct{})
 	go func() {
@@ -152,49 +164,113 @@ func (l *leadership) campaign(ctx context.Context, abort func(), relayWhileLeadi
 		letGo.Store(true)
 		stopElecting()
 		<-electorDone
+		l.release(ctx)
 	}
 	log.Info().Stringer("lease_duration", l.cfg.LeaseDuration.Duration).Msg("campaigning for the lease")
 	select {
 	case <-ctx.Done():
 		release()
 		return nil
+	case <-lost: // lost before OnStartedLeading ran: nothing was published
+		return errLeaseLost
 	case <-started:
 	}
 
 	runCtx, stopRun := context.WithCancelCause(ctx)
 	defer stopRun(nil)
-	var hardStop atomic.Pointer[error]
-	stopHard := func(cause error) {
-		if hardStop.CompareAndSwap(nil, &cause) {
-			abort()
-			stopRun(cause)
-		}
-	}
-	fire := func(err error) {
-		log.Error().Err(err).Msg("checkpoint written by another relay while leading: stopping at once")
-		stopHard(errCheckpointConflict)
-	}
-	l.onConflict.Store(&fire)
 	relayDone := make(chan error, 1)
-	go func() { relayDone <- relayWhileLeading(runCtx) }()
-	select {
-	case err := <-relayDone:
-		if cause := hardStop.Load(); cause != nil {
-			release()
-			return *cause
-		}
-		// ctx ended and the relay finished its graceful stop, or every source failed:
-		// either way hand the lease on now.
-		release()
-		return err
-	case <-lost:
-		stopRun(errLeaseLost)
+	// afterHardStop waits a moment for the relay to notice (it can publish nothing more).
+	afterHardStop := func() {
 		select {
 		case <-relayDone:
 		case <-time.After(leaseLostGrace):
 		}
+	}
+	conflicted := make(chan struct{})
+	var once sync.Once
+	fire := func(err error) {
+		once.Do(func() {
+			log.Error().Err(err).Msg("checkpoint written by another relay while leading: stopping at once")
+			abort()
+			stopRun(errCheckpointConflict)
+			close(conflicted)
+		})
+	}
+	l.onConflict.Store(&fire)
+	go l.watchRenewals(runCtx, loseLease)
+	go func() { relayDone <- relayWhileLeading(runCtx) }()
+	select {
+	case err := <-relayDone:
+		// ctx ended and the relay finished its graceful stop, or every source failed:
+		// either way hand the lease on now.
+		release()
+		return err
+	case <-conflicted:
+		// Nothing can be published any more: hand the lease on without waiting for the
+		// relay's drain, which can only fail.
+		afterHardStop()
+		release()
+		return errCheckpointConflict
+	case <-lost:
+		stopRun(errLeaseLost)
+		afterHardStop()
 		return errLeaseLost
 	}
+}
+
+// renewalCheckEvery is how often the leader checks that its lease was renewed recently.
+const renewalCheckEvery = 100 * time.Millisecond
+
+// watchRenewals calls lose when the last successful renewal started more than RenewDeadline +
+// RetryPeriod ago, until ctx ends. client-go's elector reports the loss by then too; this
+// check does not depend on how it sequences its retries, and counts from when the last
+// successful write was sent, which is no later than the time the apiserver recorded.
+func (l *leadership) watchRenewals(ctx context.Context, lose func(string)) {
+	limit := l.cfg.RenewDeadline.Duration + l.cfg.RetryPeriod.Duration
+	t := time.NewTicker(renewalCheckEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if since := time.Since(l.lock.lastWritten()); since > limit {
+				lose(fmt.Sprintf("no renewal for %s", since.Round(time.Millisecond)))
+				return
+			}
+		}
+	}
+}
+
+// releaseTimeout bounds giving the lease up at the end of a graceful stop; failing that, the
+// lease expires by itself.
+const releaseTimeout = 5 * time.Second
+
+// release gives the lease up if this process holds it, as client-go's ReleaseOnCancel does:
+// holder cleared and a 1s duration, so that a standby takes over at its next retry.
+func (l *leadership) release(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer cancel()
+	log := zerolog.Ctx(ctx)
+	rec, _, err := l.lock.Get(ctx)
+	if err != nil {
+		log.Warn().Err(err).Msg("lease not released: it expires by itself")
+		return
+	}
+	if rec.HolderIdentity != l.id {
+		return
+	}
+	now := metav1.NewTime(time.Now())
+	if err := l.lock.Update(ctx, resourcelock.LeaderElectionRecord{
+		LeaderTransitions:    rec.LeaderTransitions,
+		LeaseDurationSeconds: 1,
+		RenewTime:            now,
+		AcquireTime:          now,
+	}); err != nil {
+		log.Warn().Err(err).Msg("lease not released: it expires by itself")
+		return
+	}
+	log.Info().Msg("lease released")
 }
 
 // conflict is called by the checkpoint store when another process wrote a checkpoint: while
@@ -249,8 +325,9 @@ func (l *leadership) wedged() []string {
 // observedLock is a resource lock that remembers when the apiserver last answered it.
 type observedLock struct {
 	resourcelock.Interface
-	seen atomic.Int64
-	err  atomic.Pointer[error]
+	seen    atomic.Int64
+	written atomic.Int64
+	err     atomic.Pointer[error]
 }
 
 var _ resourcelock.Interface = (*observedLock)(nil)
@@ -262,16 +339,30 @@ func (o *observedLock) Get(ctx context.Context) (*resourcelock.LeaderElectionRec
 }
 
 func (o *observedLock) Create(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
+	start := time.Now()
 	err := o.Interface.Create(ctx, ler)
 	o.note(err)
+	o.noteWrite(start, err)
 	return err
 }
 
 func (o *observedLock) Update(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
+	start := time.Now()
 	err := o.Interface.Update(ctx, ler)
 	o.note(err)
+	o.noteWrite(start, err)
 	return err
 }
+
+// noteWrite records when a successful write of the lease record was sent.
+func (o *observedLock) noteWrite(start time.Time, err error) {
+	if err == nil {
+		o.written.Store(start.UnixNano())
+	}
+}
+
+// lastWritten is when the last successful write of the record was sent.
+func (o *observedLock) lastWritten() time.Time { return time.Unix(0, o.written.Load()) }
 
 // note records a usable answer: success, a Lease not created yet, or a lost race for it.
 func (o *observedLock) note(err error) {
