@@ -61,8 +61,8 @@ type Config struct {
 
 	// ResourceList holds the resources to relay as kubectl writes them.
 	ResourceList CommaList `envconfig:"RELAY_RESOURCES" desc:"required: comma-separated resources as kubectl writes them (pods, deployments.apps, deployments.v1.apps, widgets.example.com)"`
-	// HTTPAddr is where /healthz and /readyz are served; empty turns the listener off.
-	HTTPAddr string `envconfig:"RELAY_HTTP_ADDR" default:":8080" desc:"host:port serving /healthz and /readyz; empty disables it"`
+	// HTTPAddr is where /metrics, /healthz and /readyz are served; empty turns the listener off.
+	HTTPAddr string `envconfig:"RELAY_HTTP_ADDR" default:":8080" desc:"host:port serving /metrics, /healthz and /readyz; empty disables it"`
 	// MirrorList names the resources (spelled as in RELAY_RESOURCES) whose current state the
 	// relay also keeps in the state mirror bucket, for consumers that bootstrap from it.
 	MirrorList CommaList `envconfig:"RELAY_MIRROR_RESOURCES" desc:"comma-separated resources, spelled as in RELAY_RESOURCES, whose current state is also kept in the state mirror bucket"`
