@@ -197,6 +197,7 @@ func TestLeaderThatCannotRenewStopsBeforeAnotherLeads(t *testing.T) {
 		t.Errorf("old leader did not say it lost its lease:\n%s", a.out.String())
 	}
 	waitProbe(t, b.addr, "/readyz", http.StatusOK, "ok: leader ")
+	f.logRelays()
 	b.stop(t)
 }
 
