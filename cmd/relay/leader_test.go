@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"maps"
+	"math"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -133,6 +134,14 @@ func TestLeaderKilledStandbyTakesOverLosingNothing(t *testing.T) {
 	t.Logf("ground truth: %d changes", len(truth))
 	f.check(msgs, final, truth, g.uids())
 	f.logRelays()
+	text := scrape(t, b.addr)
+	if v, _ := metricValue(text, "kube_nats_relay_leader"); v != 1 {
+		t.Errorf("new leader: kube_nats_relay_leader %v, want 1", v)
+	}
+	t.Logf("new leader: %v events published, %v replays kept out by the index, %v by the duplicate window",
+		metricSum(text, "kube_nats_relay_events_published_total"),
+		must(metricValue(text, `kube_nats_relay_replays_suppressed_total{by="index",resource="configmaps"}`)),
+		must(metricValue(text, `kube_nats_relay_replays_suppressed_total{by="dedup",resource="configmaps"}`)))
 
 	// A graceful stop drains, writes the final checkpoint, and only then gives the lease up.
 	b.stop(t)
@@ -267,4 +276,12 @@ func TestLateCheckpointWriteOfAnOldLeaderRestartsTheLeaderLosingNothing(t *testi
 	f.logRelays()
 	b.stop(t)
 	restarted.stop(t)
+}
+
+// must returns v, or NaN when the series is missing.
+func must(v float64, ok bool) float64 {
+	if !ok {
+		return math.NaN()
+	}
+	return v
 }
