@@ -121,7 +121,7 @@ func TestLeaderKilledStandbyTakesOverLosingNothing(t *testing.T) {
 		t.Fatalf("leader killed %d times, want 1", n)
 	}
 	// Failover timing is reported, not asserted: it belongs to benchmarks. Expected: about
-	// the lease duration (15s) plus up to a retry period, then the resume.
+	// the lease duration (15s) plus up to two jittered retry periods, then the resume.
 	t.Logf("failover: the standby led %s after the leader was killed, and watched every resource %s after",
 		failover.Round(time.Millisecond), ready.Round(time.Millisecond))
 	f.requireRunning(b.relayProc)
