@@ -18,19 +18,6 @@ import (
 // relayPackageDir holds the relay's Config and its envconfig tags.
 const relayPackageDir = "../cmd/relay"
 
-// notYetInRelay lists variables the chart sets that the relay on this branch does not read
-// yet: they arrive with the relay's selection (issue 5) and leader election work. When one of
-// them appears in the relay's Config, the test asks to remove it from here.
-var notYetInRelay = []string{
-	"RELAY_LEADER_ELECT",
-	"RELAY_LEADER_ELECTION_NAMESPACE",
-	"RELAY_LEADER_ELECTION_LEASE",
-	"RELAY_IDENTITY",
-	"RELAY_LEASE_DURATION",
-	"RELAY_RENEW_DEADLINE",
-	"RELAY_RETRY_PERIOD",
-}
-
 // relayVariables returns every environment variable the relay reads: the envconfig tags of
 // the struct fields in cmd/relay's non-test files.
 func relayVariables(t *testing.T) []string {
@@ -115,7 +102,7 @@ func TestEveryRelayVariableIsInTheChart(t *testing.T) {
 		}
 	}
 	for v := range set {
-		if !slices.Contains(relayVars, v) && !slices.Contains(notYetInRelay, v) {
+		if !slices.Contains(relayVars, v) {
 			unknown = append(unknown, v)
 		}
 	}
@@ -125,14 +112,6 @@ func TestEveryRelayVariableIsInTheChart(t *testing.T) {
 	}
 	if len(unknown) > 0 {
 		t.Errorf("the chart sets %d variables the relay does not read (misspelt, or removed from the relay): %s", len(unknown), strings.Join(unknown, " "))
-	}
-	for _, v := range notYetInRelay {
-		if slices.Contains(relayVars, v) {
-			t.Errorf("the relay now reads %s: remove it from notYetInRelay", v)
-		}
-		if !set[v] {
-			t.Errorf("the chart no longer sets %s, listed in notYetInRelay", v)
-		}
 	}
 }
 

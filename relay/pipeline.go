@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -54,6 +55,9 @@ type item struct {
 	attempts int
 	done     bool
 	onAck    func(ack *jetstream.PubAck)
+	// received is when intake handed the item on (the change's receipt); sent is when the
+	// current step was last handed to the client. Both feed the observer.
+	received, sent time.Time
 }
 
 // current returns the message of the step in progress: mirror, event, index (skipping the
@@ -97,6 +101,15 @@ type pipeline struct {
 	advance func(rv string, urgent bool)
 	// onRetry is called for every failed publish attempt before its retry (for logging).
 	onRetry func(it *item, err error)
+	// obs, when set, is told about acks, failures and retries.
+	obs Observer
+
+	// progress is when the run loop last did something (took an item, got an ack or an
+	// error, sent a retry), in Unix nanoseconds; held is how many items it holds; exited is
+	// set once run returned. They tell a wedged pipeline from an idle one (see stalled).
+	progress atomic.Int64
+	held     atomic.Int64
+	exited   atomic.Bool
 
 	// failMu guards failSince and failErr: when publishing started failing without a
 	// success since, and the last error; read by status checks.
@@ -127,13 +140,26 @@ func (p *pipeline) noteResult(err error) {
 }
 
 func newPipeline(pub Publisher, buffer, maxOutstanding int, advance func(string, bool), onRetry func(*item, error)) *pipeline {
-	return &pipeline{
+	p := &pipeline{
 		pub:            pub,
 		in:             make(chan *item, buffer),
 		maxOutstanding: maxOutstanding,
 		advance:        advance,
 		onRetry:        onRetry,
 	}
+	p.progress.Store(time.Now().UnixNano())
+	return p
+}
+
+// stalled reports how long the pipeline has held work (items buffered or taken) without
+// doing anything with it, and whether that is longer than limit. A pipeline that is idle
+// (nothing to do) or has stopped is never stalled.
+func (p *pipeline) stalled(limit time.Duration) (time.Duration, bool) {
+	if p.exited.Load() || (len(p.in) == 0 && p.held.Load() == 0) {
+		return 0, false
+	}
+	idle := time.Since(time.Unix(0, p.progress.Load()))
+	return idle, idle > limit
 }
 
 // run publishes until in is closed and everything taken is acked (returns nil), or until
@@ -153,8 +179,10 @@ func (p *pipeline) run(ctx context.Context, stop <-chan struct{}) error {
 		// at once instead of holding the shutdown until their timers fire.
 		backingOff = make(map[*item]bool)
 	)
+	defer p.exited.Store(true)
 	send := func(it *item) {
 		inflight++
+		it.sent = time.Now()
 		fut, err := p.pub.PublishMsgAsync(it.current())
 		if err != nil {
 			results <- result{it: it, err: err}
@@ -188,6 +216,8 @@ func (p *pipeline) run(ctx context.Context, stop <-chan struct{}) error {
 		}
 	}
 	for {
+		p.held.Store(int64(len(pending)))
+		p.progress.Store(time.Now().UnixNano())
 		if stopping || (in == nil && len(pending) == 0) {
 			if inflight == 0 {
 				retire()
@@ -231,6 +261,7 @@ func (p *pipeline) run(ctx context.Context, stop <-chan struct{}) error {
 		case r := <-results:
 			p.noteResult(r.err)
 			if r.err != nil {
+				p.note(NotePublishFailed)
 				if stopping {
 					inflight--
 					continue
@@ -251,8 +282,11 @@ func (p *pipeline) run(ctx context.Context, stop <-chan struct{}) error {
 				continue
 			}
 			inflight--
-			if r.it.current() == r.it.msg && r.it.onAck != nil {
-				r.it.onAck(r.ack)
+			if r.it.current() == r.it.msg {
+				p.observe(r.it, r.ack, r.it.sent)
+				if r.it.onAck != nil {
+					r.it.onAck(r.ack)
+				}
 			}
 			r.it.step++
 			r.it.attempts = 0
@@ -280,6 +314,7 @@ func (p *pipeline) run(ctx context.Context, stop <-chan struct{}) error {
 			if stopping {
 				continue
 			}
+			p.note(NotePublishRetried)
 			send(it)
 
 		case <-stopC:

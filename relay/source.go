@@ -118,6 +118,7 @@ func (in *intake) run(ctx context.Context, rv string) error {
 			in.src.synced.Store(false)
 			rv, err = in.list(ctx, origin)
 			if err == nil {
+				in.src.note(listNote(origin))
 				// Only a completed list ends the initial sync: a 410 on an expired continue
 				// token restarts it with the same origin.
 				needList = false
@@ -152,6 +153,9 @@ func (in *intake) run(ctx context.Context, rv string) error {
 		in.src.synced.Store(false)
 		switch {
 		case isExpired(err) || errors.Is(err, errNeedRelist):
+			if isExpired(err) {
+				in.src.note(NoteExpired)
+			}
 			msg := "resourceVersion expired, relisting"
 			if !isExpired(err) {
 				msg = "namespace catch-up failed, relisting"
@@ -406,6 +410,7 @@ func (in *intake) change(ctx context.Context, obj *unstructured.Unstructured, ty
 	prev, indexed := in.index.get(key)
 	if indexed && prev.covers(rv) {
 		in.log.Debug().Str("key", key).Str("rv", rv).Msg("replay suppressed")
+		in.src.note(NoteReplaySuppressed)
 		in.refresh(obj)
 		return in.mark(ctx, rv)
 	}
@@ -526,6 +531,7 @@ func (in *intake) markUrgent(ctx context.Context, rv string) error {
 // read meanwhile, which is the back-pressure the apiserver sees. After watchStallLimit the
 // open watch is released (the item is still handed on; the next watch resumes after it).
 func (in *intake) send(ctx context.Context, it *item) error {
+	it.received = time.Now()
 	select {
 	case in.out <- it:
 		return nil

@@ -108,6 +108,7 @@ type Source struct {
 	ckpt   Checkpointer
 	objIdx ObjectIndex
 	mirror StateMirror
+	obs    Observer
 	key    string
 	index  *index
 	now    func() time.Time
@@ -267,6 +268,7 @@ func (s *Source) Run(ctx context.Context) error {
 		}
 		ev.Err(err).Str("subject", it.current().Subject).Int("attempt", it.attempts).Msg("publish failed, retrying")
 	})
+	p.obs = s.obs
 	s.pipe.Store(p)
 	in := &intake{src: s, out: p.in, index: s.index, log: log}
 

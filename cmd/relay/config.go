@@ -63,8 +63,8 @@ type Config struct {
 
 	// ResourceList holds the resources to relay as kubectl writes them.
 	ResourceList CommaList `envconfig:"RELAY_RESOURCES" desc:"required: comma-separated resources as kubectl writes them (pods, deployments.apps, deployments.v1.apps, widgets.example.com)"`
-	// HTTPAddr is where /healthz and /readyz are served; empty turns the listener off.
-	HTTPAddr string `envconfig:"RELAY_HTTP_ADDR" default:":8080" desc:"host:port serving /healthz and /readyz; empty disables it"`
+	// HTTPAddr is where /metrics, /healthz and /readyz are served; empty turns the listener off.
+	HTTPAddr string `envconfig:"RELAY_HTTP_ADDR" default:":8080" desc:"host:port serving /metrics, /healthz and /readyz; empty disables it"`
 	// MirrorList names the resources (spelled as in RELAY_RESOURCES) whose current state the
 	// relay also keeps in the state mirror bucket, for consumers that bootstrap from it.
 	MirrorList CommaList `envconfig:"RELAY_MIRROR_RESOURCES" desc:"comma-separated resources, spelled as in RELAY_RESOURCES, whose current state is also kept in the state mirror bucket"`
@@ -132,6 +132,31 @@ type Config struct {
 	// SIGTERM. 8s fits inside the 10s docker stop waits before SIGKILL (and
 	// Kubernetes' 30s grace period).
 	ShutdownTimeout Duration `envconfig:"RELAY_SHUTDOWN_TIMEOUT" default:"8s" desc:"time allowed to drain publishes and save checkpoints on shutdown"`
+
+	// High availability: several replicas, one leader publishing.
+
+	// LeaderElect makes the relay campaign for a coordination.k8s.io Lease and relay only
+	// while it holds it; the others stand by with no watch open. Off by default: one
+	// replica needs no lease (and no RBAC on leases).
+	LeaderElect Bool `envconfig:"RELAY_LEADER_ELECT" default:"false" desc:"campaign for a Lease and relay only while holding it, for more than one replica (needs NATS_URL)"`
+	// LeaderElectionNamespace holds the Lease; empty uses the pod's own namespace.
+	LeaderElectionNamespace string `envconfig:"RELAY_LEADER_ELECTION_NAMESPACE" desc:"namespace of the Lease; empty uses the pod's namespace (service account), else default"`
+	// LeaderElectionLease names the Lease; replicas of one deployment share it.
+	LeaderElectionLease string `envconfig:"RELAY_LEADER_ELECTION_LEASE" default:"kube-nats-relay" desc:"name of the Lease the replicas compete for"`
+	// Identity is this process's name in the Lease; it must be unique per process. Empty
+	// uses the host name (the pod name) plus a random suffix.
+	Identity string `envconfig:"RELAY_IDENTITY" desc:"this process's identity in the Lease, unique per process; empty uses the host name plus a random suffix"`
+	// LeaseDuration is how long a lease outlives its last renewal: a standby takes over at
+	// most this long after the leader died. 15s is client-go's and kube-controller-manager's
+	// choice: a failover in seconds, without lease churn when the apiserver is briefly slow.
+	LeaseDuration Duration `envconfig:"RELAY_LEASE_DURATION" default:"15s" desc:"how long a lease holds after its last renewal: the longest wait before a standby takes over"`
+	// RenewDeadline is how long the leader keeps failing to renew before it stops (exits).
+	// 10s rides out a slow apiserver; with RetryPeriod it leaves the leader 3s of the
+	// lease duration to stop publishing before anyone else may start.
+	RenewDeadline Duration `envconfig:"RELAY_RENEW_DEADLINE" default:"10s" desc:"how long the leader tries to renew before it gives up and stops; plus RELAY_RETRY_PERIOD, less than RELAY_LEASE_DURATION"`
+	// RetryPeriod is how often the leader renews and standbys try to acquire: 2s is
+	// client-go's default, one small write every 2s per replica.
+	RetryPeriod Duration `envconfig:"RELAY_RETRY_PERIOD" default:"2s" desc:"how often the leader renews and standbys try to acquire the Lease"`
 
 	// Logging.
 

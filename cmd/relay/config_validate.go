@@ -57,6 +57,7 @@ func (c Config) Validate() error {
 	c.validateSelection(&ps)
 	c.validateOutput(&ps)
 	c.validateLogging(&ps)
+	c.validateLeaderElection(&ps)
 	return ps.err()
 }
 

@@ -249,6 +249,11 @@ func checkpointRV(ctx context.Context, t *testing.T, js jetstream.JetStream, buc
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return ""
 	}
+	if errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse) {
+		// A replicated bucket answers direct gets only once its replicas are up, and not
+		// while electing a leader: ask again.
+		return ""
+	}
 	if err != nil {
 		t.Fatalf("checkpoint %s: %v", key, err)
 	}

@@ -16,12 +16,16 @@ import (
 // healthShutdownTimeout bounds the wait for probe requests in progress at shutdown.
 const healthShutdownTimeout = time.Second
 
-// readiness is what /readyz reports; each check returns the reasons it is not ready.
+// readiness is what /readyz reports; each check returns the reasons it is not ready, and
+// role, when set, says what the process does (leader, standby) in the answer.
 type readiness struct {
 	checks atomic.Pointer[[]func() []string]
+	role   atomic.Pointer[func() string]
 }
 
 func (r *readiness) set(checks ...func() []string) { r.checks.Store(&checks) }
+
+func (r *readiness) setRole(role func() string) { r.role.Store(&role) }
 
 func (r *readiness) notReady() []string {
 	checks := r.checks.Load()
@@ -35,21 +39,49 @@ func (r *readiness) notReady() []string {
 	return reasons
 }
 
-// serveHealth serves /healthz (the process answers) and /readyz (NATS connected and every
-// resource watching) on addr until ctx ends. It returns the address it listens on.
-func serveHealth(ctx context.Context, addr string, ready *readiness) (string, func(), error) {
+// describe returns the process's role for the answer, "" when none is set.
+func (r *readiness) describe() string {
+	if role := r.role.Load(); role != nil {
+		return (*role)()
+	}
+	return ""
+}
+
+// serveHealth serves /healthz (alive and not wedged: live's checks), /readyz (ready's checks)
+// and, when metrics is not nil, /metrics on addr until ctx ends. It returns the address it
+// listens on. No endpoint prints configuration: nothing secret can leak through them.
+func serveHealth(ctx context.Context, addr string, ready, live *readiness, metrics http.Handler) (string, func(), error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		// live has no checks before the relay runs: starting up is not being wedged.
+		if checks := live.checks.Load(); checks != nil {
+			if reasons := live.notReady(); len(reasons) > 0 {
+				w.WriteHeader(http.StatusServiceUnavailable)
+				fmt.Fprintln(w, "unhealthy:\n"+strings.Join(reasons, "\n"))
+				return
+			}
+		}
 		fmt.Fprintln(w, "ok")
 	})
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		role := ready.describe()
 		if reasons := ready.notReady(); len(reasons) > 0 {
 			w.WriteHeader(http.StatusServiceUnavailable)
+			if role != "" {
+				fmt.Fprintln(w, role)
+			}
 			fmt.Fprintln(w, "not ready:\n"+strings.Join(reasons, "\n"))
+			return
+		}
+		if role != "" {
+			fmt.Fprintln(w, "ok: "+role)
 			return
 		}
 		fmt.Fprintln(w, "ok")
 	})
+	if metrics != nil {
+		mux.Handle("/metrics", metrics)
+	}
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		return "", nil, &ConfigError{Problems: []Problem{{Var: "RELAY_HTTP_ADDR", Value: addr, Reason: err.Error()}}}

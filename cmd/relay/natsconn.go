@@ -40,6 +40,31 @@ type natsConn struct {
 	embedded *server.Server
 	// closing is set before the relay closes the connection itself.
 	closing atomic.Bool
+	// dialer made the connection's sockets; abort resets the last one.
+	dialer *resettableDialer
+}
+
+// resettableDialer dials like nats.go's default dialer and remembers the last socket, so
+// that abort can reset it: a plain close lets the kernel go on sending what the socket still
+// buffers, for minutes across a partition, after the relay has stopped.
+type resettableDialer struct {
+	d    net.Dialer
+	last atomic.Pointer[net.TCPConn]
+}
+
+func (r *resettableDialer) Dial(network, address string) (net.Conn, error) {
+	c, err := r.d.Dial(network, address)
+	if tc, ok := c.(*net.TCPConn); ok {
+		r.last.Store(tc)
+	}
+	return c, err
+}
+
+// reset makes closing the last socket discard what it has not sent (SO_LINGER 0).
+func (r *resettableDialer) reset() {
+	if tc := r.last.Load(); tc != nil {
+		_ = tc.SetLinger(0)
+	}
 }
 
 // errNATSClosed is the cause given to lost when the NATS client gives up for good (for
@@ -54,7 +79,7 @@ const connectStatusEvery = 10 * time.Second
 // with errNATSClosed and the client's last error.
 func connectNATS(ctx context.Context, cfg Config, lost context.CancelCauseFunc) (*natsConn, error) {
 	log := zerolog.Ctx(ctx)
-	c := &natsConn{}
+	c := &natsConn{dialer: &resettableDialer{d: net.Dialer{Timeout: nats.DefaultTimeout}}}
 	urls := strings.Join(cfg.NATSURLs(), ",")
 	if cfg.EmbeddedNATS() {
 		s, err := startEmbedded(cfg)
@@ -74,6 +99,7 @@ func connectNATS(ctx context.Context, cfg Config, lost context.CancelCauseFunc) 
 		nats.DrainTimeout(drainTimeout),
 		nats.PingInterval(pingInterval),
 		nats.MaxPingsOutstanding(maxPingsOutstanding),
+		nats.SetCustomDialer(c.dialer),
 		nats.DisconnectErrHandler(func(nc *nats.Conn, err error) {
 			if err != nil { // nil when we close the connection ourselves
 				log.Warn().Err(err).Msg("nats disconnected")
@@ -216,5 +242,20 @@ func (c *natsConn) close(ctx context.Context) {
 		c.embedded.Shutdown()
 		c.embedded.WaitForShutdown()
 		zerolog.Ctx(ctx).Info().Msg("embedded nats-server stopped")
+	}
+}
+
+// abort closes the connection at once, without draining: nothing handed to the client after
+// it reaches the server, what the client buffered while disconnected is dropped, and the
+// socket is reset rather than closed, so the kernel does not deliver what it still holds
+// later either. It is the hard stop of a leader that lost its lease; close may still be
+// called afterwards.
+func (c *natsConn) abort() {
+	c.closing.Store(true)
+	if c.dialer != nil {
+		c.dialer.reset()
+	}
+	if c.nc != nil {
+		c.nc.Close()
 	}
 }

@@ -47,10 +47,11 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	log := newLogger(cfg, stderr)
 	ctx = log.WithContext(ctx)
+	routeKlog(log)
 
-	ready := &readiness{}
+	ready, live, m := &readiness{}, &readiness{}, newMetrics()
 	if cfg.HTTPAddr != "" {
-		_, stopHealth, err := serveHealth(ctx, cfg.HTTPAddr, ready)
+		_, stopHealth, err := serveHealth(ctx, cfg.HTTPAddr, ready, live, m.handler())
 		if err != nil {
 			return err
 		}
@@ -110,6 +111,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	ckpts := newTrackedCheckpoints(store)
 	objIdx, err := checkpoint.OpenIndex(ctx, js, checkpoint.IndexConfig{Bucket: cfg.IndexBucket, Replicas: cfg.StreamReplicas.Int})
 	if err != nil {
 		return err
@@ -139,7 +141,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	built := make([]*relay.Source, len(plans))
 	for i, p := range plans {
-		built[i] = relay.NewSource(p.cfg, dyn, js, store, objIdx).WithRules(sourceRules{p.rules})
+		built[i] = relay.NewSource(p.cfg, dyn, js, ckpts, objIdx).WithRules(sourceRules{p.rules})
 		if err := built[i].ReadThrough(raw); err != nil {
 			return fmt.Errorf("kubernetes client: %w", err)
 		}
@@ -156,15 +158,10 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 	}
 	rl := relay.New(built...).WithNamespaces(namespaces)
-	ready.set(func() []string {
-		if !nc.IsConnected() {
-			return []string{"nats: " + nc.Status().String()}
-		}
-		return nil
-	}, rl.NotReady)
+	m.observe(built, ckpts, nc)
 	log.Info().Str("version", buildVersion()).Int("sources", len(built)).Str("stream", cfg.Stream).Str("bucket", cfg.CheckpointBucket).
 		Str("index_bucket", cfg.IndexBucket).Msg("relay started")
-	err = rl.Run(ctx)
+	err = relayOrStandBy(ctx, cfg, kube.rest, conn, rl, ckpts, ready, live, m)
 	log.Info().Msg("relay stopped")
 	if cause := context.Cause(ctx); errors.Is(cause, errNATSClosed) {
 		return cause

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestConfigLeaderElectionDefaults(t *testing.T) {
+	setConfigEnv(t, map[string]string{"RELAY_RESOURCES": "pods"})
+	cfg, err := loadConfig()
+	if err != nil {
+		t.Fatalf("loadConfig: %v", err)
+	}
+	if cfg.LeaderElect.Bool {
+		t.Error("leader election: got on, want off by default")
+	}
+	if cfg.LeaderElectionLease != "kube-nats-relay" {
+		t.Errorf("lease: got %q, want kube-nats-relay", cfg.LeaderElectionLease)
+	}
+	if got := cfg.LeaseNamespace(); got == "" {
+		t.Error("lease namespace: got empty, want the pod's or default")
+	}
+	for _, d := range []struct {
+		name      string
+		got, want time.Duration
+	}{
+		{"lease duration", cfg.LeaseDuration.Duration, 15 * time.Second},
+		{"renew deadline", cfg.RenewDeadline.Duration, 10 * time.Second},
+		{"retry period", cfg.RetryPeriod.Duration, 2 * time.Second},
+	} {
+		if d.got != d.want {
+			t.Errorf("%s: got %s, want %s", d.name, d.got, d.want)
+		}
+	}
+	a, b := cfg.LeaderIdentity(), cfg.LeaderIdentity()
+	if a == b {
+		t.Errorf("identities: got %q twice, want a random suffix per process", a)
+	}
+	cfg.Identity = "relay-0"
+	if got := cfg.LeaderIdentity(); got != "relay-0" {
+		t.Errorf("identity: got %q, want RELAY_IDENTITY as given", got)
+	}
+	cfg.LeaderElectionNamespace = "ops"
+	if got := cfg.LeaseNamespace(); got != "ops" {
+		t.Errorf("lease namespace: got %q, want ops", got)
+	}
+}
+
+func TestConfigLeaderElectionInvalid(t *testing.T) {
+	base := map[string]string{"RELAY_RESOURCES": "pods", "NATS_URL": "nats://a:4222", "RELAY_LEADER_ELECT": "true"}
+	tests := []struct {
+		name      string
+		env       map[string]string
+		wantVar   string
+		wantValue string
+		reason    string
+	}{
+		{"not a bool", map[string]string{"RELAY_LEADER_ELECT": "yes please"}, "RELAY_LEADER_ELECT", "yes please", "boolean"},
+		{"embedded nats", map[string]string{"NATS_URL": ""}, "RELAY_LEADER_ELECT", "true", "NATS_URL"},
+		{"bad namespace", map[string]string{"RELAY_LEADER_ELECTION_NAMESPACE": "Ops_1"}, "RELAY_LEADER_ELECTION_NAMESPACE", "Ops_1", "namespace"},
+		{"bad lease name", map[string]string{"RELAY_LEADER_ELECTION_LEASE": "Relay Lease"}, "RELAY_LEADER_ELECTION_LEASE", "Relay Lease", "Lease name"},
+		{"empty lease name", map[string]string{"RELAY_LEADER_ELECTION_LEASE": ""}, "RELAY_LEADER_ELECTION_LEASE", "", "Lease name"},
+		{"identity with blanks", map[string]string{"RELAY_IDENTITY": " relay "}, "RELAY_IDENTITY", " relay ", "blanks"},
+		{"lease duration not a duration", map[string]string{"RELAY_LEASE_DURATION": "15"}, "RELAY_LEASE_DURATION", "15", "duration"},
+		{"lease duration too short", map[string]string{"RELAY_LEASE_DURATION": "500ms"}, "RELAY_LEASE_DURATION", "500ms", "at least 1s"},
+		{"zero retry period", map[string]string{"RELAY_RETRY_PERIOD": "0s"}, "RELAY_RETRY_PERIOD", "0s", "greater than 0"},
+		{"renew deadline not above lease duration", map[string]string{"RELAY_RENEW_DEADLINE": "15s"}, "RELAY_RENEW_DEADLINE", "15s", "less than RELAY_LEASE_DURATION"},
+		{"renew deadline plus retry period reach lease duration", map[string]string{"RELAY_RENEW_DEADLINE": "13s"}, "RELAY_RENEW_DEADLINE", "13s", "must be less than RELAY_LEASE_DURATION"},
+		{"renew deadline within one jittered retry", map[string]string{"RELAY_RENEW_DEADLINE": "2s"}, "RELAY_RENEW_DEADLINE", "2s", "1.2 x RELAY_RETRY_PERIOD"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := map[string]string{}
+			for k, v := range base {
+				env[k] = v
+			}
+			for k, v := range tt.env {
+				env[k] = v
+			}
+			setConfigEnv(t, env)
+			problems, msg := configProblems(t)
+			found := false
+			for _, p := range problems {
+				if p.Var == tt.wantVar && p.Value == tt.wantValue && strings.Contains(p.Reason, tt.reason) {
+					found = true
+				}
+			}
+			if !found {
+				t.Errorf("got problems:\n%s\nwant %s=%q mentioning %q", msg, tt.wantVar, tt.wantValue, tt.reason)
+			}
+		})
+	}
+}
+
+func TestConfigLeaderElectionReportsEveryProblemAtOnce(t *testing.T) {
+	setConfigEnv(t, map[string]string{"RELAY_RESOURCES": "pods", "RELAY_LEADER_ELECT": "true",
+		"RELAY_LEADER_ELECTION_LEASE": "A", "RELAY_RETRY_PERIOD": "soon"})
+	problems, msg := configProblems(t)
+	want := []string{"RELAY_LEADER_ELECT", "RELAY_LEADER_ELECTION_LEASE", "RELAY_RETRY_PERIOD"}
+	for _, v := range want {
+		found := false
+		for _, p := range problems {
+			found = found || p.Var == v
+		}
+		if !found {
+			t.Errorf("no problem for %s in:\n%s", v, msg)
+		}
+	}
+}

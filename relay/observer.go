@@ -1,0 +1,114 @@
+package relay
+
+import (
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/kube-nats-relay/kube-nats-relay/event"
+)
+
+// Observer is told what a source does, for metrics. A source calls it from its intake and
+// pipeline goroutines: its methods must be safe for concurrent use, cheap, and never block.
+// A source without an observer reports nothing.
+type Observer interface {
+	// Published reports an event acknowledged by JetStream.
+	Published(p Publication)
+	// Noted reports an occurrence that is only counted.
+	Noted(n Note)
+}
+
+// Publication is one event acknowledged by JetStream.
+type Publication struct {
+	Type   event.Type
+	Origin event.Origin
+	// Oversize is set when the event went out without its body (larger than max_payload).
+	Oversize bool
+	// Duplicate is set when JetStream dropped the event as a repeat of an id inside the
+	// stream's duplicate window: a replay nobody sees twice.
+	Duplicate bool
+	// RTT is the publish's round trip, from handing the message to the client to its ack.
+	RTT time.Duration
+	// Lag is the time from the change's receipt (watch event or list page) to this ack,
+	// buffering and retries included.
+	Lag time.Duration
+}
+
+// Note is an occurrence an Observer counts.
+type Note int
+
+const (
+	// NotePublishFailed is a failed publish attempt of an event, index record or mirror
+	// state; the pipeline retries it in order.
+	NotePublishFailed Note = iota + 1
+	// NotePublishRetried is a failed publish sent again.
+	NotePublishRetried
+	// NoteInitialSync is a completed first list (no checkpoint).
+	NoteInitialSync
+	// NoteRelist is a completed relist (after a 410, or an interrupted initial sync).
+	NoteRelist
+	// NoteExpired is a 410 Gone: the resourceVersion left the server's history.
+	NoteExpired
+	// NoteReplaySuppressed is a watch event the object index shows was already published.
+	NoteReplaySuppressed
+)
+
+// WithObserver makes the source report to o; nil reports nothing.
+func (s *Source) WithObserver(o Observer) *Source {
+	s.obs = o
+	return s
+}
+
+// note reports n to the source's observer, if any.
+func (s *Source) note(n Note) {
+	if s.obs != nil {
+		s.obs.Noted(n)
+	}
+}
+
+// listNote is the note of a completed list of the given origin.
+func listNote(origin event.Origin) Note {
+	if origin == event.InitialSync {
+		return NoteInitialSync
+	}
+	return NoteRelist
+}
+
+// observe reports the ack of an event step to the pipeline's observer. The type, origin and
+// oversize mark come from the event's own headers, so that they are what consumers see.
+func (p *pipeline) observe(it *item, ack *jetstream.PubAck, sent time.Time) {
+	if p.obs == nil || it.msg == nil {
+		return
+	}
+	now := time.Now()
+	pub := Publication{
+		Type:     typeOf(it.msg),
+		Origin:   event.Origin(it.msg.Header.Get(event.HeaderOrigin)),
+		Oversize: it.msg.Header.Get(event.HeaderBodyOmitted) == event.BodyOmittedOversize,
+		RTT:      now.Sub(sent),
+	}
+	if ack != nil {
+		pub.Duplicate = ack.Duplicate
+	}
+	if !it.received.IsZero() {
+		pub.Lag = now.Sub(it.received)
+	}
+	p.obs.Published(pub)
+}
+
+// note reports n to the pipeline's observer, if any.
+func (p *pipeline) note(n Note) {
+	if p.obs != nil {
+		p.obs.Noted(n)
+	}
+}
+
+// typeOf reads the event type from the CloudEvents type header.
+func typeOf(msg *nats.Msg) event.Type {
+	ce := msg.Header.Get(event.HeaderCEType)
+	if len(ce) > len(event.CETypePrefix) {
+		return event.Type(ce[len(event.CETypePrefix):])
+	}
+	return ""
+}

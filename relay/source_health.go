@@ -1,0 +1,52 @@
+package relay
+
+import (
+	"fmt"
+	"time"
+)
+
+// BufferFill returns how many items the source's intake buffer holds and its capacity; 0, 0
+// before the source runs.
+func (s *Source) BufferFill() (used, capacity int) {
+	p := s.pipe.Load()
+	if p == nil {
+		return 0, 0
+	}
+	return len(p.in), cap(p.in)
+}
+
+// Stalled reports, when the source's publishing holds work and has done nothing with it for
+// longer than limit, how long; "" otherwise. Publishing that waits for NATS is not stalled:
+// every publish ends in an ack, an error or a timeout, and failed ones are retried, so a
+// running pipeline acts at least every few seconds while it has work.
+func (s *Source) Stalled(limit time.Duration) string {
+	p := s.pipe.Load()
+	if p == nil {
+		return ""
+	}
+	idle, stalled := p.stalled(limit)
+	if !stalled {
+		return ""
+	}
+	used, capacity := s.BufferFill()
+	return fmt.Sprintf("%s: publishing has made no progress for %s with %d of %d buffered items waiting",
+		s.describe(), idle.Round(time.Second), used, capacity)
+}
+
+// Wedged returns a reason for every source whose publishing has stalled for longer than
+// limit (see Source.Stalled); empty when none has.
+func (r *Relay) Wedged(limit time.Duration) []string {
+	var reasons []string
+	for _, s := range r.sources {
+		if why := s.Stalled(limit); why != "" {
+			reasons = append(reasons, why)
+		}
+	}
+	return reasons
+}
+
+// Sources returns the relay's sources.
+func (r *Relay) Sources() []*Source { return r.sources }
+
+// Resource returns what the source watches: the resource and the namespace ("" for all).
+func (s *Source) Resource() (Resource, string) { return s.cfg.Resource, s.cfg.Namespace }
