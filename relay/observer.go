@@ -52,7 +52,27 @@ const (
 	NoteExpired
 	// NoteReplaySuppressed is a watch event the object index shows was already published.
 	NoteReplaySuppressed
+	// NoteFilteredNamespace, NoteFilteredEventType, NoteFilteredWhen and NoteFilteredQuiet
+	// are changes the rules kept out: an unselected namespace, an event type not published,
+	// a when expression that returned false, a quiet update.
+	NoteFilteredNamespace
+	NoteFilteredEventType
+	NoteFilteredWhen
+	NoteFilteredQuiet
+	// NoteFilterError is a when expression that failed to evaluate (the change is published).
+	NoteFilterError
 )
+
+// filteredNote is the note of a change the rules suppressed for reason.
+func filteredNote(reason string) Note {
+	switch reason {
+	case "event-type":
+		return NoteFilteredEventType
+	case "quiet":
+		return NoteFilteredQuiet
+	}
+	return NoteFilteredWhen
+}
 
 // WithObserver makes the source report to o; nil reports nothing.
 func (s *Source) WithObserver(o Observer) *Source {

@@ -49,6 +49,7 @@ func (in *intake) offer(ctx context.Context, obj *unstructured.Unstructured, t e
 		if in.dropped != nil {
 			in.dropped[ns] = true
 		}
+		in.src.note(NoteFilteredNamespace)
 		return in.markIf(ctx, checkpointRV)
 	}
 	meta := in.src.meta(obj, t, origin)
@@ -63,11 +64,15 @@ func (in *intake) offer(ctx context.Context, obj *unstructured.Unstructured, t e
 		}
 	}
 	v := in.src.rules.Decide(Change{Type: t, Origin: origin, Object: shaped, Old: old})
+	if v.Err != nil {
+		in.src.note(NoteFilterError)
+	}
 	if v.Err != nil && v.FirstError {
 		in.log.Error().Err(v.Err).Str("key", key).Str("rv", meta.ResourceVersion).
 			Msg("filter expression failed: publishing the change; further failures of this rule are only counted")
 	}
 	if !v.Publish {
+		in.src.note(filteredNote(v.Reason))
 		in.log.Debug().Str("type", string(t)).Str("key", key).Str("rv", meta.ResourceVersion).Str("reason", v.Reason).Msg("change filtered")
 		if t == event.Deleted && indexed {
 			// The object leaves the index (and the mirror) without an event, so that a

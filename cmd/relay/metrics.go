@@ -44,6 +44,8 @@ type metrics struct {
 	lists           *prometheus.CounterVec
 	expired         *prometheus.CounterVec
 	replays         *prometheus.CounterVec
+	filtered        *prometheus.CounterVec
+	filterErrors    *prometheus.CounterVec
 	leader          prometheus.Gauge
 
 	// sampled is read at scrape time: sources, checkpoint ages, the NATS connection.
@@ -78,10 +80,15 @@ func newMetrics() *metrics {
 	m.replays = counter("replays_suppressed_total",
 		"Replayed changes kept out: by the object index (never published again) or by the JetStream duplicate window (published, dropped by the server as a repeat).",
 		"resource", "by")
+	m.filtered = counter("changes_filtered_total",
+		"Changes the rules kept out, by reason: namespace (not selected), event-type, when (the expression returned false), quiet (only quiet fields changed).",
+		"resource", "reason")
+	m.filterErrors = counter("filter_errors_total",
+		"When expressions that failed to evaluate; the change is published and the first error of each rule is logged.", "resource")
 	m.leader = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: metricsNamespace, Name: "leader",
 		Help: "1 while this process relays (holds the lease, or runs without leader election), 0 while it stands by."})
 	m.reg.MustRegister(m.published, m.oversize, m.publishErrors, m.publishRetries, m.publishDuration, m.lag,
-		m.lists, m.expired, m.replays, m.leader, &m.sampled,
+		m.lists, m.expired, m.replays, m.filtered, m.filterErrors, m.leader, &m.sampled,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -129,6 +136,16 @@ func (o sourceObserver) Noted(n relay.Note) {
 		o.m.expired.WithLabelValues(o.resource).Inc()
 	case relay.NoteReplaySuppressed:
 		o.m.replays.WithLabelValues(o.resource, "index").Inc()
+	case relay.NoteFilteredNamespace:
+		o.m.filtered.WithLabelValues(o.resource, "namespace").Inc()
+	case relay.NoteFilteredEventType:
+		o.m.filtered.WithLabelValues(o.resource, "event-type").Inc()
+	case relay.NoteFilteredWhen:
+		o.m.filtered.WithLabelValues(o.resource, "when").Inc()
+	case relay.NoteFilteredQuiet:
+		o.m.filtered.WithLabelValues(o.resource, "quiet").Inc()
+	case relay.NoteFilterError:
+		o.m.filterErrors.WithLabelValues(o.resource).Inc()
 	}
 }
 
@@ -152,6 +169,10 @@ func (m *metrics) observe(sources []*relay.Source, ckpts *trackedCheckpoints, nc
 		for _, by := range []string{"index", "dedup"} {
 			m.replays.WithLabelValues(res, by)
 		}
+		for _, reason := range []string{"namespace", "event-type", "when", "quiet"} {
+			m.filtered.WithLabelValues(res, reason)
+		}
+		m.filterErrors.WithLabelValues(res)
 		m.oversize.WithLabelValues(res)
 		m.publishErrors.WithLabelValues(res)
 		m.publishRetries.WithLabelValues(res)

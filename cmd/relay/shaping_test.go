@@ -151,6 +151,16 @@ func TestShapingQuietUpdatesAndTransitions(t *testing.T) {
 	if got := field(worker.body, "status", "phase"); got != string(corev1.PodRunning) {
 		t.Errorf("got published phase %v, want Running (the condition-only change must not be published)", got)
 	}
+	// What the rules kept out is counted, by reason.
+	metrics := scrape(t, healthAddr(t, r))
+	for _, series := range []string{
+		`kube_nats_relay_changes_filtered_total{reason="quiet",resource="leases.coordination.k8s.io"}`,
+		`kube_nats_relay_changes_filtered_total{reason="when",resource="pods"}`,
+	} {
+		if v, ok := metricValue(metrics, series); !ok || v < 1 {
+			t.Errorf("%s: got %v, want at least 1", series, v)
+		}
+	}
 
 	// After a restart the filters compare with the state at the checkpoint, not with
 	// nothing and not with the current state: a renewal and a condition change made while
