@@ -44,46 +44,10 @@ func TestRelayWithTheChartsServiceAccount(t *testing.T) {
 	ensureNamespace(t, cs, watched)
 
 	r := render(t, name, nil, []string{"relay.resources={configmaps,namespaces}", "relay.namespaces={" + watched + "}"})
-	var rbacOnly []string
-	for _, o := range r.objs {
-		switch o.Kind {
-		case "ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding":
-			rbacOnly = append(rbacOnly, string(o.JSON))
-		}
-	}
-	if len(rbacOnly) != 5 {
-		t.Fatalf("rendered %d ServiceAccount and RBAC objects, want 5 (a Role for configmaps, a ClusterRole for namespaces)", len(rbacOnly))
-	}
-	// JSON is YAML: one document each.
-	applyManifests(t, strings.Join(rbacOnly, "\n---\n"), false)
-	t.Cleanup(func() {
-		_ = cs.RbacV1().ClusterRoles().Delete(ctx, name+"-"+fullname, metav1.DeleteOptions{})
-		_ = cs.RbacV1().ClusterRoleBindings().Delete(ctx, name+"-"+fullname, metav1.DeleteOptions{})
-	})
-
-	saCfg, err := env.Kube.ServiceAccountConfig(ctx, name, fullname)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: saCfg.Host, CertificateAuthorityData: saCfg.CAData}
-	kc.AuthInfos["sa"] = &clientcmdapi.AuthInfo{Token: saCfg.BearerToken}
-	kc.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "sa"}
-	kc.CurrentContext = "c"
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, kubeconfig); err != nil {
-		t.Fatal(err)
-	}
-
+	kubeconfig := chartIdentity(t, r, name, 5)
 	// The chart's own environment, with the test bed's kubeconfig, NATS and names, and secrets
 	// added to the resources: the chart grants nothing on them.
-	vars := relaytest.Vars(env, name)
-	for n, e := range envOf(t, r.deployment(t)) {
-		if e.Value != "" && !strings.HasPrefix(n, "RELAY_LEADER") && n != "NATS_URL" && n != "RELAY_HTTP_ADDR" {
-			vars[n] = e.Value
-		}
-	}
-	vars["KUBECONFIG"] = kubeconfig
+	vars := chartVars(t, r, name, kubeconfig)
 	vars["RELAY_RESOURCES"] += ",secrets"
 	if vars["RELAY_NAMESPACES"] != watched {
 		t.Fatalf("the chart set RELAY_NAMESPACES=%q, want %q", vars["RELAY_NAMESPACES"], watched)
@@ -100,7 +64,7 @@ func TestRelayWithTheChartsServiceAccount(t *testing.T) {
 		t.Errorf("the refused resource is reported as %s, want an error", line)
 	}
 	var readyz string
-	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, eventTimeout, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, eventTimeout, true, func(ctx context.Context) (bool, error) {
 		code, body, err := get(ctx, "http://"+addr[1]+"/readyz")
 		if err != nil {
 			return false, nil
@@ -137,6 +101,98 @@ func TestRelayWithTheChartsServiceAccount(t *testing.T) {
 		if _, err := s.GetLastMsgForSubject(ctx, prefix+".core.v1.secrets.>"); err == nil {
 			t.Errorf("a secrets event was published despite the missing grant")
 		}
+	}
+	p.Stop(t)
+}
+
+// chartIdentity creates the ServiceAccount and RBAC objects the chart rendered in r (want of
+// them), for real, and returns a kubeconfig with a token of that ServiceAccount.
+func chartIdentity(t *testing.T, r *rendered, name string, want int) string {
+	t.Helper()
+	ctx := context.Background()
+	cs := kubeClient(t)
+	var rbacOnly []string
+	for _, o := range r.objs {
+		switch o.Kind {
+		case "ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding":
+			rbacOnly = append(rbacOnly, string(o.JSON))
+		}
+	}
+	if len(rbacOnly) != want {
+		t.Fatalf("rendered %d ServiceAccount and RBAC objects, want %d", len(rbacOnly), want)
+	}
+	// JSON is YAML: one document each.
+	applyManifests(t, strings.Join(rbacOnly, "\n---\n"), false)
+	t.Cleanup(func() {
+		_ = cs.RbacV1().ClusterRoles().Delete(ctx, name+"-"+fullname, metav1.DeleteOptions{})
+		_ = cs.RbacV1().ClusterRoleBindings().Delete(ctx, name+"-"+fullname, metav1.DeleteOptions{})
+	})
+	saCfg, err := env.Kube.ServiceAccountConfig(ctx, name, fullname)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: saCfg.Host, CertificateAuthorityData: saCfg.CAData}
+	kc.AuthInfos["sa"] = &clientcmdapi.AuthInfo{Token: saCfg.BearerToken}
+	kc.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "sa"}
+	kc.CurrentContext = "c"
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	return kubeconfig
+}
+
+// chartVars is the chart's own environment for the relay, with the test bed's kubeconfig,
+// NATS and names. Values the downward API fills in (the pod's namespace and name) are set as
+// the pod would see them.
+func chartVars(t *testing.T, r *rendered, name, kubeconfig string) map[string]string {
+	t.Helper()
+	vars := relaytest.Vars(env, name)
+	for n, e := range envOf(t, r.deployment(t)) {
+		if e.Value != "" && n != "NATS_URL" && n != "RELAY_HTTP_ADDR" {
+			vars[n] = e.Value
+		}
+		if e.ValueFrom != nil && e.ValueFrom.FieldRef != nil {
+			switch e.ValueFrom.FieldRef.FieldPath {
+			case "metadata.namespace":
+				vars[n] = name
+			case "metadata.name":
+				vars[n] = name + "-pod"
+			}
+		}
+	}
+	vars["KUBECONFIG"] = kubeconfig
+	return vars
+}
+
+// TestLeaderElectionWithTheChartsRBAC runs the relay as the chart does with two replicas:
+// leader election on, the Lease in the release namespace, and only the chart's grants. The
+// relay must take the Lease and relay.
+func TestLeaderElectionWithTheChartsRBAC(t *testing.T) {
+	cs := kubeClient(t)
+	name := relaytest.Name(t)
+	ensureNamespace(t, cs, name)
+	r := render(t, name, nil, []string{"replicaCount=2", "relay.resources={configmaps}", "relay.namespaces={" + name + "}"})
+	// ServiceAccount, the Role and RoleBinding of configmaps, those of the Lease.
+	kubeconfig := chartIdentity(t, r, name, 5)
+	vars := chartVars(t, r, name, kubeconfig)
+	if vars["RELAY_LEADER_ELECT"] != "true" || vars["RELAY_LEADER_ELECTION_NAMESPACE"] != name {
+		t.Fatalf("chart environment: RELAY_LEADER_ELECT=%q RELAY_LEADER_ELECTION_NAMESPACE=%q, want true and %s",
+			vars["RELAY_LEADER_ELECT"], vars["RELAY_LEADER_ELECTION_NAMESPACE"], name)
+	}
+	p := relaytest.Start(t, relayBin, vars)
+	waitLine(t, p, `"message":"became leader"`)
+	waitLine(t, p, `"message":"watching"`)
+	lease, err := cs.CoordinationV1().Leases(name).Get(context.Background(), vars["RELAY_LEADER_ELECTION_LEASE"], metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the chart's Lease: %v", err)
+	}
+	if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity != vars["RELAY_IDENTITY"] {
+		t.Errorf("lease holder %v, want %s", lease.Spec.HolderIdentity, vars["RELAY_IDENTITY"])
+	}
+	if strings.Contains(p.Output(), "forbidden") {
+		t.Errorf("the relay was refused something:\n%s", p.Output())
 	}
 	p.Stop(t)
 }
