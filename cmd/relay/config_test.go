@@ -225,6 +225,7 @@ func TestConfigInvalid(t *testing.T) {
 		{"qps NaN", map[string]string{"RELAY_KUBE_QPS": "NaN"}, "RELAY_KUBE_QPS", "NaN"},
 		{"qps zero", map[string]string{"RELAY_KUBE_QPS": "0"}, "RELAY_KUBE_QPS", "0"},
 		{"burst zero", map[string]string{"RELAY_KUBE_BURST": "0"}, "RELAY_KUBE_BURST", "0"},
+		{"compression not a bool", map[string]string{"RELAY_KUBE_COMPRESSION": "gzip"}, "RELAY_KUBE_COMPRESSION", "gzip"},
 		{"bad label selector", map[string]string{"RELAY_LABEL_SELECTOR": "app in (web"}, "RELAY_LABEL_SELECTOR", "app in (web"},
 		{"bad field selector", map[string]string{"RELAY_FIELD_SELECTOR": "metadata.name"}, "RELAY_FIELD_SELECTOR", "metadata.name"},
 		{"bad resource syntax", map[string]string{"RELAY_RESOURCES": "pods,Deployment.apps"}, "RELAY_RESOURCES", "Deployment.apps"},

@@ -71,6 +71,7 @@ func (c Config) validateKube(ps *problems) {
 		ps.add("RELAY_KUBE_QPS", c.KubeQPS.Raw, mustBePositive)
 	}
 	checkIntBetween(ps, "RELAY_KUBE_BURST", c.KubeBurst, 1, 0)
+	checkBool(ps, "RELAY_KUBE_COMPRESSION", c.KubeCompression)
 }
 
 func (c Config) validateNATS(ps *problems) {

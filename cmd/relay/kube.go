@@ -45,6 +45,7 @@ func newKubeClients(cfg Config) (*kubeClients, error) {
 	}
 	rc.QPS = float32(cfg.KubeQPS.Float64)
 	rc.Burst = cfg.KubeBurst.Int
+	rc.DisableCompression = !cfg.KubeCompression.Bool
 	rc.UserAgent = "kube-nats-relay"
 	dc, err := discovery.NewDiscoveryClientForConfig(rc)
 	if err != nil {

@@ -86,6 +86,7 @@ func (e *Env) buildEngine(ctx context.Context, n names, namespace string) (*engi
 	}
 	cfg := rest.CopyConfig(e.test.Kube.RESTConfig())
 	cfg.QPS, cfg.Burst = engineKubeQPS, engineKubeBurst
+	cfg.DisableCompression = true // as the relay does by default (RELAY_KUBE_COMPRESSION)
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return fail(err)

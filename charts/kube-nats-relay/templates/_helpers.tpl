@@ -250,6 +250,7 @@ that no name appears twice.
   "RELAY_SHUTDOWN_TIMEOUT" $v.relay.shutdownTimeout
   "RELAY_KUBE_QPS" $v.relay.kubeQPS
   "RELAY_KUBE_BURST" $v.relay.kubeBurst
+  "RELAY_KUBE_COMPRESSION" $v.relay.kubeCompression
   "RELAY_LOG_LEVEL" $v.relay.logLevel
   "RELAY_LOG_FORMAT" $v.relay.logFormat }}
 {{- range $name, $s := $scalars }}
