@@ -33,7 +33,8 @@ type Event struct {
 	Sequence uint64
 	// Stored is when the stream stored the message; zero when unknown.
 	Stored time.Time
-	// Object is the body: the object's JSON, as the relay shaped it (managedFields removed).
+	// Object is the body: the object's JSON, as the resource's rules shaped it (by default
+	// without managedFields and the last-applied annotation, Secret values redacted).
 	// It is nil when the relay left the body out (BodyOmitted) or the consumer asked for
 	// headers only. Decode it with DecodeObject.
 	Object json.RawMessage

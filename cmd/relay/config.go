@@ -182,19 +182,11 @@ func loadConfig() (Config, error) {
 	if err := envconfig.Process("", &cfg); err != nil {
 		return Config{}, fmt.Errorf("read environment: %w", err)
 	}
-	if err := cfg.Validate(); err != nil {
+	rules, err := cfg.validate()
+	if err != nil {
 		return Config{}, err
 	}
-	if cfg.RulesFile != "" {
-		// Validate read it already; a file changed in between is reported the same way.
-		f, err := filter.Load(cfg.RulesFile)
-		if err != nil {
-			var ps problems
-			addRulesProblems(&ps, cfg.RulesFile, err)
-			return Config{}, ps.err()
-		}
-		cfg.rules = f
-	}
+	cfg.rules = rules
 	return cfg, nil
 }
 

@@ -51,14 +51,21 @@ var (
 // every problem, or nil. It opens the files the configuration names to make
 // sure they are readable.
 func (c Config) Validate() error {
+	_, err := c.validate()
+	return err
+}
+
+// validate is Validate that also returns the rules file it read (nil without one), so that
+// loadConfig does not read it a second time.
+func (c Config) validate() (*filter.File, error) {
 	var ps problems
 	c.validateKube(&ps)
 	c.validateNATS(&ps)
-	c.validateSelection(&ps)
+	rules := c.validateSelection(&ps)
 	c.validateOutput(&ps)
 	c.validateLogging(&ps)
 	c.validateLeaderElection(&ps)
-	return ps.err()
+	return rules, ps.err()
 }
 
 func (c Config) validateKube(ps *problems) {
@@ -165,7 +172,7 @@ func (c Config) validateNATSURLs(ps *problems) {
 	}
 }
 
-func (c Config) validateSelection(ps *problems) {
+func (c Config) validateSelection(ps *problems) *filter.File {
 	const resources = "RELAY_RESOURCES"
 	var rules *filter.File
 	rulesBroken := false
@@ -250,6 +257,7 @@ func (c Config) validateSelection(ps *problems) {
 	if _, err := labels.Parse(c.NamespaceSelector); err != nil {
 		ps.add("RELAY_NAMESPACE_SELECTOR", c.NamespaceSelector, "invalid label selector: "+err.Error())
 	}
+	return rules
 }
 
 // addRulesProblems reports what is wrong with the rules file at path: every problem of a
