@@ -21,8 +21,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/kube-nats-relay/kube-nats-relay/internal/relaytest"
 )
@@ -131,16 +129,7 @@ func chartIdentity(t *testing.T, r *rendered, name string, want int) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: saCfg.Host, CertificateAuthorityData: saCfg.CAData}
-	kc.AuthInfos["sa"] = &clientcmdapi.AuthInfo{Token: saCfg.BearerToken}
-	kc.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "sa"}
-	kc.CurrentContext = "c"
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, kubeconfig); err != nil {
-		t.Fatal(err)
-	}
-	return kubeconfig
+	return relaytest.WriteKubeconfig(t, saCfg)
 }
 
 // chartVars is the chart's own environment for the relay, with the test bed's kubeconfig,

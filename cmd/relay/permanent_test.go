@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,27 +12,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/kube-nats-relay/kube-nats-relay/event"
+	"github.com/kube-nats-relay/kube-nats-relay/internal/relaytest"
 )
-
-// writeKubeconfig writes cfg (token auth) as a kubeconfig file.
-func writeKubeconfig(t *testing.T, cfg *rest.Config) string {
-	t.Helper()
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos["u"] = &clientcmdapi.AuthInfo{Token: cfg.BearerToken}
-	kc.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "u"}
-	kc.CurrentContext = "c"
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, path); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
 
 // waitOutput waits until the relay has printed want.
 func waitOutput(t *testing.T, r *relayProc, want ...string) {
@@ -75,7 +57,7 @@ func TestForbiddenResourceStopsAloneAndNamesThePermission(t *testing.T) {
 	}
 
 	vars := relayVars(name)
-	vars["KUBECONFIG"] = writeKubeconfig(t, saCfg)
+	vars["KUBECONFIG"] = relaytest.WriteKubeconfig(t, saCfg)
 	vars["RELAY_RESOURCES"] = "secrets,configmaps"
 	vars["RELAY_NAMESPACES"] = name
 	r := startRelay(t, vars)
