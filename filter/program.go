@@ -196,6 +196,17 @@ func (p *Program) Resource() Resource { return p.res }
 // last seen shaped object of every watched object.
 func (p *Program) NeedsOld() bool { return p.needsOld }
 
+// AsRead reports whether p publishes objects as read from the apiserver,
+// less metadata.managedFields when stripManaged and the last-applied
+// annotation when stripApplied: no when expression, quiet updates,
+// redaction or projection, and the object as payload. Shape then does no
+// more than those two removals and Decide needs only the event type, so
+// the relay can skip decoding the objects' bodies.
+func (p *Program) AsRead() (stripManaged, stripApplied, ok bool) {
+	ok = p.when == nil && p.quiet == nil && p.redact == nil && p.project == nil && p.payload == PayloadObject
+	return p.stripManaged, p.stripApplied, ok
+}
+
 // Events reports whether events of type t are published. An invalid t is
 // never published.
 func (p *Program) Events(t event.Type) bool {

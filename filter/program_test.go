@@ -34,6 +34,36 @@ func TestNeedsOld(t *testing.T) {
 	}
 }
 
+func TestAsRead(t *testing.T) {
+	secrets := Resource{Version: "v1", Resource: "secrets"}
+	tests := []struct {
+		name                     string
+		rule                     Rule
+		res                      Resource
+		wantManaged, wantApplied bool
+		wantOK                   bool
+	}{
+		{name: "defaults", rule: Rule{}, res: podsRes, wantManaged: true, wantApplied: true, wantOK: true},
+		{name: "event types and selectors only", rule: Rule{Events: []string{"deleted"}, LabelSelector: new("a=b"), ExcludeNamespaces: []string{"x"}}, res: podsRes, wantManaged: true, wantApplied: true, wantOK: true},
+		{name: "stripping off", rule: Rule{StripManagedFields: new(false), StripLastApplied: new(false)}, res: podsRes, wantOK: true},
+		{name: "when", rule: Rule{When: new(`object.metadata.name == "a"`)}, res: podsRes, wantManaged: true, wantApplied: true},
+		{name: "quiet updates", rule: Rule{QuietUpdates: new(true)}, res: podsRes, wantManaged: true, wantApplied: true},
+		{name: "projection", rule: Rule{Fields: []string{"spec"}}, res: podsRes, wantManaged: true, wantApplied: true},
+		{name: "sensitive", rule: Rule{Sensitive: []string{"spec.x"}}, res: podsRes, wantManaged: true, wantApplied: true},
+		{name: "payload with the old object", rule: Rule{Payload: new(PayloadObjectAndOld)}, res: podsRes, wantManaged: true, wantApplied: true},
+		{name: "secrets are redacted", rule: Rule{}, res: secrets, wantManaged: true, wantApplied: true},
+		{name: "secrets not redacted", rule: Rule{RedactSecrets: new(false)}, res: secrets, wantManaged: true, wantApplied: true, wantOK: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			managed, applied, ok := mustCompile(t, tt.rule, tt.res).AsRead()
+			if ok != tt.wantOK || (ok && (managed != tt.wantManaged || applied != tt.wantApplied)) {
+				t.Errorf("AsRead() = %v, %v, %v; want %v, %v, %v", managed, applied, ok, tt.wantManaged, tt.wantApplied, tt.wantOK)
+			}
+		})
+	}
+}
+
 func TestEvents(t *testing.T) {
 	p := mustCompile(t, Rule{Events: []string{"added", "deleted"}}, podsRes)
 	for typ, want := range map[event.Type]bool{event.Added: true, event.Modified: false, event.Deleted: true, "bookmark": false, "": false} {

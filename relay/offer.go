@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kube-nats-relay/kube-nats-relay/event"
 )
@@ -40,8 +39,8 @@ func (in *intake) selected(ns string) bool {
 // an entry in the index (published before, or known from a skipped initial sync); a delete
 // of such an object is relayed even when its namespace is no longer selected, so that
 // consumers never keep an object that is gone. checkpointRV is as for emit.
-func (in *intake) offer(ctx context.Context, obj *unstructured.Unstructured, t event.Type, origin event.Origin, checkpointRV string, indexed bool) error {
-	key := objectKey(obj)
+func (in *intake) offer(ctx context.Context, obj object, t event.Type, origin event.Origin, checkpointRV string, indexed bool) error {
+	key := objectKey(obj.Unstructured)
 	if ns := obj.GetNamespace(); !in.selected(ns) && (t != event.Deleted || !indexed) {
 		if in.cache != nil {
 			delete(in.cache, key)
@@ -52,8 +51,8 @@ func (in *intake) offer(ctx context.Context, obj *unstructured.Unstructured, t e
 		in.src.note(NoteFilteredNamespace)
 		return in.markIf(ctx, checkpointRV)
 	}
-	meta := in.src.meta(obj, t, origin)
-	shaped := in.src.rules.Shape(obj.Object)
+	meta := in.src.meta(obj.Unstructured, t, origin)
+	shaped := in.shape(obj)
 	var old map[string]any
 	if in.cache != nil {
 		old = in.cache[key]
@@ -94,7 +93,16 @@ func (in *intake) offer(ctx context.Context, obj *unstructured.Unstructured, t e
 	} else {
 		in.index.put(key, entry{UID: meta.UID, ResourceVersion: meta.ResourceVersion})
 	}
-	return in.emitShaped(ctx, meta, shaped, old, checkpointRV, false)
+	return in.emitShaped(ctx, meta, shaped, old, obj.body, checkpointRV, false)
+}
+
+// shape returns obj as the rules publish it. An object read as is keeps its identity-only
+// Object: its body is published as read, and the rules that allow it decide without more.
+func (in *intake) shape(obj object) map[string]any {
+	if obj.body != nil {
+		return obj.Object
+	}
+	return in.src.rules.Shape(obj.Object)
 }
 
 // withMetaID gives a record of a change that is not published the message id its event
@@ -113,15 +121,15 @@ func withMetaID(record *nats.Msg, meta event.Meta, kind string) *nats.Msg {
 // refresh keeps the cache of previous states current for a change that is not offered (a
 // replay the index covers, an object a list found unchanged): the cache then holds what the
 // relay saw last even when the index ran ahead of the checkpoint.
-func (in *intake) refresh(obj *unstructured.Unstructured) {
+func (in *intake) refresh(obj object) {
 	if in.cache == nil || !in.selected(obj.GetNamespace()) {
 		return
 	}
-	key := objectKey(obj)
+	key := objectKey(obj.Unstructured)
 	if old, ok := in.cache[key]; ok && !rvLess(shapedRV(old), obj.GetResourceVersion()) {
 		return // the cache is as new already (a catch-up read ahead of the watch)
 	}
-	in.cache[key] = in.src.rules.Shape(obj.Object)
+	in.cache[key] = in.shape(obj)
 }
 
 // shapedRV reads metadata.resourceVersion of a shaped object ("" when absent).
@@ -146,9 +154,9 @@ func (in *intake) markIf(ctx context.Context, rv string) error {
 // history; the caller relists then.
 func (in *intake) prime(ctx context.Context, rv string) error {
 	cache := make(shapedCache)
-	_, err := in.src.listPages(ctx, rv, func(obj *unstructured.Unstructured) error {
+	_, err := in.src.listPages(ctx, rv, func(obj object) error {
 		if in.selected(obj.GetNamespace()) {
-			cache[objectKey(obj)] = in.src.rules.Shape(obj.Object)
+			cache[objectKey(obj.Unstructured)] = in.shape(obj)
 		}
 		return nil
 	})
@@ -178,8 +186,8 @@ func (in *intake) catchUp(ctx context.Context) error {
 		}
 		start := time.Now()
 		changes := 0
-		_, err := listPages(ctx, in.src.nsClient(ns), in.src.cfg.LabelSelector, in.src.cfg.FieldSelector, "", func(obj *unstructured.Unstructured) error {
-			key := objectKey(obj)
+		_, err := listPages(ctx, in.src.nsClient(ns), in.src.cfg.LabelSelector, in.src.cfg.FieldSelector, "", func(obj object) error {
+			key := objectKey(obj.Unstructured)
 			uid := string(obj.GetUID())
 			prev, indexed := in.index.get(key)
 			if indexed && prev.UID == uid && prev.covers(obj.GetResourceVersion()) {

@@ -15,17 +15,53 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/flowcontrol"
 	sigsjson "sigs.k8s.io/json"
 )
 
-// reader lists and watches one resource (in one namespace, or all); dynamic.ResourceInterface
-// satisfies it, and so does rawReader.
+// reader lists and watches one resource (in one namespace, or all). Watch events carry
+// objects as *unstructured.Unstructured or, read as is, as object.
 type reader interface {
-	List(ctx context.Context, opts metav1.ListOptions) (*unstructured.UnstructuredList, error)
+	List(ctx context.Context, opts metav1.ListOptions) (*page, error)
 	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
+}
+
+// object is one object as read. Without body, Unstructured holds the whole object. With body
+// (read as is, see AsReadRules), body is the object's JSON ready to publish and Unstructured
+// holds only what the relay reads itself: apiVersion, kind and metadata's name, namespace,
+// uid and resourceVersion.
+type object struct {
+	*unstructured.Unstructured
+	body []byte
+}
+
+// page is one page of a list.
+type page struct {
+	resourceVersion string
+	continueToken   string
+	items           []object
+}
+
+// dynamicReader reads through client-go's dynamic client.
+type dynamicReader struct{ ri dynamic.ResourceInterface }
+
+func (d dynamicReader) List(ctx context.Context, opts metav1.ListOptions) (*page, error) {
+	l, err := d.ri.List(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	p := &page{resourceVersion: l.GetResourceVersion(), continueToken: l.GetContinue(), items: make([]object, len(l.Items))}
+	for i := range l.Items {
+		p.items[i].Unstructured = &l.Items[i]
+	}
+	return p, nil
+}
+
+func (d dynamicReader) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	return d.ri.Watch(ctx, opts)
 }
 
 // RawReaders read list and watch responses in one pass: the JSON of a page or of a watch
@@ -83,11 +119,13 @@ func (r *RawReaders) client(gv schema.GroupVersion) (*rest.RESTClient, error) {
 	return c, nil
 }
 
-// rawReader reads one resource in namespace ns ("" for all, or cluster-scoped).
+// rawReader reads one resource in namespace ns ("" for all, or cluster-scoped); with asRead
+// set, objects are read as is (see AsReadRules).
 type rawReader struct {
 	client *rest.RESTClient
 	gvr    schema.GroupVersionResource
 	ns     string
+	asRead *asRead
 }
 
 func (r *RawReaders) reader(gvr schema.GroupVersionResource, ns string) (*rawReader, error) {
@@ -104,7 +142,7 @@ func (r *rawReader) request(opts *metav1.ListOptions) *rest.Request {
 }
 
 // List reads one page.
-func (r *rawReader) List(ctx context.Context, opts metav1.ListOptions) (*unstructured.UnstructuredList, error) {
+func (r *rawReader) List(ctx context.Context, opts metav1.ListOptions) (*page, error) {
 	res := r.request(&opts).Do(ctx)
 	// Error, not Raw, turns a Status body into the typed error (forbidden, expired, ...).
 	if err := res.Error(); err != nil {
@@ -114,7 +152,14 @@ func (r *rawReader) List(ctx context.Context, opts metav1.ListOptions) (*unstruc
 	if err != nil {
 		return nil, err
 	}
-	var page struct {
+	if r.asRead != nil {
+		p, err := r.asRead.page(body)
+		if err != nil {
+			return nil, fmt.Errorf("decode list of %s: %w", r.gvr.Resource, err)
+		}
+		return p, nil
+	}
+	var list struct {
 		APIVersion string `json:"apiVersion"`
 		Kind       string `json:"kind"`
 		Metadata   struct {
@@ -123,29 +168,26 @@ func (r *rawReader) List(ctx context.Context, opts metav1.ListOptions) (*unstruc
 		} `json:"metadata"`
 		Items []map[string]any `json:"items"`
 	}
-	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(body, &page); err != nil {
+	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(body, &list); err != nil {
 		return nil, fmt.Errorf("decode list of %s: %w", r.gvr.Resource, err)
 	}
-	list := &unstructured.UnstructuredList{Object: map[string]any{"apiVersion": page.APIVersion, "kind": page.Kind}}
-	list.SetResourceVersion(page.Metadata.ResourceVersion)
-	list.SetContinue(page.Metadata.Continue)
+	p := &page{resourceVersion: list.Metadata.ResourceVersion, continueToken: list.Metadata.Continue, items: make([]object, len(list.Items))}
 	// The apiserver leaves kind and apiVersion out of the items of built-in lists.
-	kind := strings.TrimSuffix(page.Kind, "List")
-	list.Items = make([]unstructured.Unstructured, len(page.Items))
-	for i, obj := range page.Items {
+	kind := strings.TrimSuffix(list.Kind, "List")
+	for i, obj := range list.Items {
 		if _, ok := obj["kind"]; !ok {
 			obj["kind"] = kind
 		}
 		if _, ok := obj["apiVersion"]; !ok {
-			obj["apiVersion"] = page.APIVersion
+			obj["apiVersion"] = list.APIVersion
 		}
-		list.Items[i].Object = obj
+		p.items[i].Unstructured = &unstructured.Unstructured{Object: obj}
 	}
-	return list, nil
+	return p, nil
 }
 
-// Watch opens a watch; its events carry *unstructured.Unstructured objects, an error event a
-// Status (which apierrors.FromObject reads).
+// Watch opens a watch; its events carry *unstructured.Unstructured objects (object values
+// when read as is), an error event a Status (which apierrors.FromObject reads).
 func (r *rawReader) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 	var timeout time.Duration
 	if opts.TimeoutSeconds != nil {
@@ -156,7 +198,7 @@ func (r *rawReader) Watch(ctx context.Context, opts metav1.ListOptions) (watch.I
 	if err != nil {
 		return nil, err
 	}
-	w := &rawWatch{body: body, result: make(chan watch.Event), done: make(chan struct{})}
+	w := &rawWatch{body: body, asRead: r.asRead, result: make(chan watch.Event), done: make(chan struct{})}
 	go w.receive()
 	return w, nil
 }
@@ -164,6 +206,7 @@ func (r *rawReader) Watch(ctx context.Context, opts metav1.ListOptions) (watch.I
 // rawWatch decodes a watch stream, one JSON event at a time.
 type rawWatch struct {
 	body   io.ReadCloser
+	asRead *asRead
 	result chan watch.Event
 	done   chan struct{}
 	once   sync.Once
@@ -182,13 +225,10 @@ func (w *rawWatch) Stop() {
 func (w *rawWatch) receive() {
 	defer close(w.result)
 	defer w.Stop()
-	dec := sigsjson.NewDecoderCaseSensitivePreserveInts(w.body)
+	next := w.decoder()
 	for {
-		var ev struct {
-			Type   watch.EventType `json:"type"`
-			Object map[string]any  `json:"object"`
-		}
-		if err := dec.Decode(&ev); err != nil {
+		ev, err := next()
+		if err != nil {
 			select {
 			case <-w.done:
 				return // stopped: the body was closed under the decoder
@@ -206,9 +246,34 @@ func (w *rawWatch) receive() {
 			}
 			return
 		}
-		if !w.send(watch.Event{Type: ev.Type, Object: &unstructured.Unstructured{Object: ev.Object}}) {
+		if !w.send(ev) {
 			return
 		}
+	}
+}
+
+// decoder returns the function that reads the stream's next event.
+func (w *rawWatch) decoder() func() (watch.Event, error) {
+	if w.asRead != nil {
+		f := &frames{r: w.body}
+		return func() (watch.Event, error) {
+			b, err := f.next()
+			if err != nil {
+				return watch.Event{}, err
+			}
+			return w.asRead.event(b)
+		}
+	}
+	dec := sigsjson.NewDecoderCaseSensitivePreserveInts(w.body)
+	return func() (watch.Event, error) {
+		var ev struct {
+			Type   watch.EventType `json:"type"`
+			Object map[string]any  `json:"object"`
+		}
+		if err := dec.Decode(&ev); err != nil {
+			return watch.Event{}, err
+		}
+		return watch.Event{Type: ev.Type, Object: &unstructured.Unstructured{Object: ev.Object}}, nil
 	}
 }
 

@@ -58,6 +58,9 @@ type defaultRules struct{}
 
 func (defaultRules) NeedsOld() bool { return false }
 
+// AsRead: objects are published as read, less managedFields.
+func (defaultRules) AsRead() (stripManaged, stripApplied, ok bool) { return true, false, true }
+
 func (defaultRules) Shape(obj map[string]any) map[string]any {
 	if md, ok := obj["metadata"].(map[string]any); ok {
 		delete(md, "managedFields")
@@ -72,4 +75,7 @@ func (defaultRules) Body(obj, _ map[string]any) ([]byte, string, error) {
 	return b, "", err
 }
 
-var _ Rules = defaultRules{}
+var (
+	_ Rules       = defaultRules{}
+	_ AsReadRules = defaultRules{}
+)

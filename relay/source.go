@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/kube-nats-relay/kube-nats-relay/event"
@@ -228,8 +229,8 @@ func (in *intake) list(ctx context.Context, origin event.Origin) (string, error)
 	known := in.index.snapshot()
 	seen := make(map[string]struct{}, len(known))
 	published, total := 0, 0
-	listRV, err := in.src.listPages(ctx, "", func(obj *unstructured.Unstructured) error {
-		key := objectKey(obj)
+	listRV, err := in.src.listPages(ctx, "", func(obj object) error {
+		key := objectKey(obj.Unstructured)
 		seen[key] = struct{}{}
 		total++
 		uid, rv := string(obj.GetUID()), obj.GetResourceVersion()
@@ -285,13 +286,13 @@ func (in *intake) list(ctx context.Context, origin event.Origin) (string, error)
 // listPages reads every object page by page, calling fn for each, and returns the list's
 // resourceVersion. rv empty reads the latest state (a consistent read); otherwise the state
 // at exactly rv, which fails as expired once rv has left etcd's history.
-func (s *Source) listPages(ctx context.Context, rv string, fn func(*unstructured.Unstructured) error) (string, error) {
+func (s *Source) listPages(ctx context.Context, rv string, fn func(object) error) (string, error) {
 	return listPages(ctx, s.client, s.cfg.LabelSelector, s.cfg.FieldSelector, rv, fn)
 }
 
-func listPages(ctx context.Context, client reader, labelSelector, fieldSelector, rv string, fn func(*unstructured.Unstructured) error) (string, error) {
+func listPages(ctx context.Context, client reader, labelSelector, fieldSelector, rv string, fn func(object) error) (string, error) {
 	type result struct {
-		page *unstructured.UnstructuredList
+		page *page
 		err  error
 	}
 	// The next page is fetched while fn handles the current one: a list of many pages then
@@ -318,11 +319,11 @@ func listPages(ctx context.Context, client reader, labelSelector, fieldSelector,
 			case <-fetchCtx.Done():
 				return
 			}
-			if err != nil || page.GetContinue() == "" {
+			if err != nil || page.continueToken == "" {
 				return
 			}
 			// A continue token carries the list's resourceVersion itself.
-			opts.Continue, opts.ResourceVersion, opts.ResourceVersionMatch = page.GetContinue(), "", ""
+			opts.Continue, opts.ResourceVersion, opts.ResourceVersionMatch = page.continueToken, "", ""
 		}
 	}()
 	var listRV string
@@ -331,10 +332,10 @@ func listPages(ctx context.Context, client reader, labelSelector, fieldSelector,
 			return "", fmt.Errorf("list at %q: %w", rv, r.err)
 		}
 		if listRV == "" {
-			listRV = r.page.GetResourceVersion()
+			listRV = r.page.resourceVersion
 		}
-		for i := range r.page.Items {
-			if err := fn(&r.page.Items[i]); err != nil {
+		for _, obj := range r.page.items {
+			if err := fn(obj); err != nil {
 				return "", err
 			}
 		}
@@ -381,7 +382,7 @@ func (in *intake) watch(ctx context.Context, rv *string) (opened bool, err error
 		case watch.Error:
 			return true, apierrors.FromObject(ev.Object)
 		case watch.Bookmark:
-			obj, ok := ev.Object.(*unstructured.Unstructured)
+			obj, ok := asObject(ev.Object)
 			if !ok {
 				continue
 			}
@@ -390,7 +391,7 @@ func (in *intake) watch(ctx context.Context, rv *string) (opened bool, err error
 				return true, nil
 			}
 		case watch.Added, watch.Modified, watch.Deleted:
-			obj, ok := ev.Object.(*unstructured.Unstructured)
+			obj, ok := asObject(ev.Object)
 			if !ok {
 				return true, fmt.Errorf("watch %s: unexpected object %T", in.src.describe(), ev.Object)
 			}
@@ -404,8 +405,8 @@ func (in *intake) watch(ctx context.Context, rv *string) (opened bool, err error
 
 // change publishes a live event unless the index shows it was already taken or the rules
 // filter it.
-func (in *intake) change(ctx context.Context, obj *unstructured.Unstructured, typ watch.EventType) error {
-	key := objectKey(obj)
+func (in *intake) change(ctx context.Context, obj object, typ watch.EventType) error {
+	key := objectKey(obj.Unstructured)
 	uid, rv := string(obj.GetUID()), obj.GetResourceVersion()
 	prev, indexed := in.index.get(key)
 	if indexed && prev.covers(rv) {
@@ -431,10 +432,11 @@ func (in *intake) change(ctx context.Context, obj *unstructured.Unstructured, ty
 	return in.offer(ctx, obj, t, event.Live, rv, indexed)
 }
 
-// emitShaped queues the event of a change that passed the rules; checkpointRV is the
+// emitShaped queues the event of a change that passed the rules; body is the object's JSON
+// read as is (nil: the rules encode shaped); checkpointRV is the
 // resourceVersion the checkpoint may move to once it is acked (empty for list items).
-func (in *intake) emitShaped(ctx context.Context, meta event.Meta, shaped, old map[string]any, checkpointRV string, finalStateUnknown bool) error {
-	msg, mirror, omitted := in.src.message(meta, shaped, old, finalStateUnknown)
+func (in *intake) emitShaped(ctx context.Context, meta event.Meta, shaped, old map[string]any, body []byte, checkpointRV string, finalStateUnknown bool) error {
+	msg, mirror, omitted := in.src.message(meta, shaped, old, body, finalStateUnknown)
 	key := metaKey(meta)
 	var record *nats.Msg
 	if meta.Type == event.Deleted {
@@ -468,18 +470,18 @@ func withID(record, ev *nats.Msg, kind string) *nats.Msg {
 // emitUnpublished records obj in the durable index and the state mirror without publishing an
 // event: an initial sync that skips publishing still knows the (selected) objects, so that a
 // later relist neither re-announces them nor misses their deletes.
-func (in *intake) emitUnpublished(ctx context.Context, obj *unstructured.Unstructured) error {
+func (in *intake) emitUnpublished(ctx context.Context, obj object) error {
 	if !in.selected(obj.GetNamespace()) {
 		return nil
 	}
-	key := objectKey(obj)
-	meta := in.src.meta(obj, event.Added, event.InitialSync)
+	key := objectKey(obj.Unstructured)
+	meta := in.src.meta(obj.Unstructured, event.Added, event.InitialSync)
 	in.index.put(key, entry{UID: meta.UID, ResourceVersion: meta.ResourceVersion})
-	shaped := in.src.rules.Shape(obj.Object)
+	shaped := in.shape(obj)
 	if in.cache != nil {
 		in.cache[key] = shaped
 	}
-	ev, mirror, _ := in.src.message(meta, shaped, nil, false)
+	ev, mirror, _ := in.src.message(meta, shaped, nil, obj.body, false)
 	it := &item{key: key, mirror: withID(mirror, ev, "mirror"), index: withID(in.src.record(key, meta.UID, meta.ResourceVersion), ev, "index")}
 	if it.current() == nil {
 		return nil
@@ -516,7 +518,7 @@ func (in *intake) emitInferredDelete(ctx context.Context, key string, prev entry
 		return in.send(ctx, it)
 	}
 	in.log.Debug().Str("key", key).Str("uid", prev.UID).Msg("inferred delete")
-	return in.emitShaped(ctx, meta, obj.Object, old, "", true)
+	return in.emitShaped(ctx, meta, obj.Object, old, nil, "", true)
 }
 
 func (in *intake) mark(ctx context.Context, rv string) error {
@@ -565,6 +567,17 @@ func metaKey(m event.Meta) string {
 		return m.Namespace + "/" + m.Name
 	}
 	return m.Name
+}
+
+// asObject returns the object a watch event carries.
+func asObject(o runtime.Object) (object, bool) {
+	switch o := o.(type) {
+	case object:
+		return o, true
+	case *unstructured.Unstructured:
+		return object{Unstructured: o}, true
+	}
+	return object{}, false
 }
 
 func objectKey(obj *unstructured.Unstructured) string {

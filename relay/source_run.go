@@ -165,12 +165,13 @@ func NewSource(cfg SourceConfig, client dynamic.Interface, pub Publisher, ckpt C
 	if cfg.Resource.Namespaced && cfg.Namespace != "" {
 		rc = ri.Namespace(cfg.Namespace)
 	}
-	return &Source{cfg: cfg, client: rc, pub: pub, ckpt: ckpt, objIdx: objIdx, key: CheckpointKey(cfg), index: newIndex(), now: time.Now,
-		rules: defaultRules{}, nsClient: func(ns string) reader { return ri.Namespace(ns) }}
+	return &Source{cfg: cfg, client: dynamicReader{rc}, pub: pub, ckpt: ckpt, objIdx: objIdx, key: CheckpointKey(cfg), index: newIndex(), now: time.Now,
+		rules: defaultRules{}, nsClient: func(ns string) reader { return dynamicReader{ri.Namespace(ns)} }}
 }
 
 // ReadThrough makes the source list and watch through r, which decodes responses in one pass,
-// instead of the dynamic client it was created with.
+// instead of the dynamic client it was created with; when the source's rules publish objects
+// as read (AsReadRules), it does not decode their bodies at all.
 func (s *Source) ReadThrough(r *RawReaders) error {
 	gvr := s.cfg.Resource.GroupVersionResource
 	ns := ""
@@ -183,15 +184,25 @@ func (s *Source) ReadThrough(r *RawReaders) error {
 	}
 	s.client = rd
 	s.nsClient = func(ns string) reader {
-		return &rawReader{client: rd.client, gvr: gvr, ns: ns}
+		return &rawReader{client: rd.client, gvr: gvr, ns: ns, asRead: rd.asRead}
 	}
+	s.readMode()
 	return nil
 }
 
 // WithRules makes the source filter and shape changes with r.
 func (s *Source) WithRules(r Rules) *Source {
 	s.rules = r
+	s.readMode()
 	return s
+}
+
+// readMode makes a source that reads through RawReaders read objects as is when its rules
+// allow it (see AsReadRules): their bodies are then published without being decoded.
+func (s *Source) readMode() {
+	if rd, ok := s.client.(*rawReader); ok {
+		rd.asRead = asReadOf(s.rules)
+	}
 }
 
 // WithNamespaceRules makes the source relay only objects whose namespace nr selects; ns
@@ -374,14 +385,19 @@ func (s *Source) meta(obj *unstructured.Unstructured, t event.Type, origin event
 }
 
 // message builds the JetStream message for a change (shaped is the object as published, old
-// its previous shaped state or nil), and the state mirror's record of it when the source is
+// its previous shaped state or nil; body, when not nil, is the object's JSON read as is and
+// published instead of encoding shaped), and the state mirror's record of it when the source is
 // mirrored.
-func (s *Source) message(meta event.Meta, shaped, old map[string]any, finalStateUnknown bool) (msg, mirror *nats.Msg, omitted bool) {
+func (s *Source) message(meta event.Meta, shaped, old map[string]any, body []byte, finalStateUnknown bool) (msg, mirror *nats.Msg, omitted bool) {
 	msg = &nats.Msg{Subject: meta.Subject(s.cfg.Prefix).String(), Header: meta.Header()}
 	if finalStateUnknown {
 		msg.Header.Set(event.HeaderFinalStateUnknown, "true")
 	}
-	body, payload, err := s.rules.Body(shaped, old)
+	var payload string
+	var err error
+	if body == nil {
+		body, payload, err = s.rules.Body(shaped, old)
+	}
 	if err == nil {
 		// The headers that go with the body count toward the size limit.
 		if payload != "" {

@@ -15,9 +15,12 @@ type sourceRules struct{ p *filter.Program }
 var (
 	_ relay.Rules          = sourceRules{}
 	_ relay.NamespaceRules = sourceRules{}
+	_ relay.AsReadRules    = sourceRules{}
 )
 
 func (r sourceRules) NeedsOld() bool { return r.p.NeedsOld() }
+
+func (r sourceRules) AsRead() (stripManaged, stripApplied, ok bool) { return r.p.AsRead() }
 
 func (r sourceRules) Shape(obj map[string]any) map[string]any { return r.p.Shape(obj) }
 

@@ -294,3 +294,61 @@ func setPodStatus(t *testing.T, cs kubernetes.Interface, p *corev1.Pod, phase co
 		t.Fatalf("update status of pod %s: %v", p.Name, err)
 	}
 }
+
+// TestDefaultBodiesAsRead covers resources whose rules leave bodies alone but for stripping
+// (the default): the relay publishes the apiserver's JSON without decoding it, from the list
+// and from the watch alike. The body must still lose managedFields and the last-applied
+// annotation, keep every other field, and say its kind and apiVersion.
+func TestDefaultBodiesAsRead(t *testing.T) {
+	ctx := context.Background()
+	name := testName(t)
+	cs := kubeClient(t)
+	createNamespace(t, cs, name)
+	create := func(obj string) *corev1.ConfigMap {
+		t.Helper()
+		cm, err := cs.CoreV1().ConfigMaps(name).Create(ctx, &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: obj, Labels: map[string]string{"app": "as-read"}, Annotations: map[string]string{
+				"kubectl.kubernetes.io/last-applied-configuration": `{"data":{"k":"v"}}`, "team": "a<b>&c"}},
+			Data: map[string]string{"k": "v \"quoted\" \u00e9\n", "empty": ""},
+		}, metav1.CreateOptions{FieldManager: "as-read-test"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(cm.ManagedFields) == 0 {
+			t.Fatalf("%s: the apiserver recorded no managedFields; the test would prove nothing", obj)
+		}
+		return cm
+	}
+	listed := create("listed")
+	vars := relayVars(name)
+	vars["RELAY_RESOURCES"] = "configmaps"
+	vars["RELAY_NAMESPACES"] = name
+	r := startRelay(t, vars)
+	waitOutput(t, r, `"watching"`)
+	watched := create("watched")
+
+	js := jsClient(t)
+	msgs := waitFor(t, js, vars["RELAY_STREAM"], "both objects", func(m []received) bool {
+		return countOf(m, name, "listed", event.Added) == 1 && countOf(m, name, "watched", event.Added) == 1
+	})
+	for _, cm := range []*corev1.ConfigMap{listed, watched} {
+		m := lastOf(t, msgs, name, cm.Name)
+		checkMessage(t, m, "kube")
+		if got := field(m.body, "apiVersion"); got != "v1" {
+			t.Errorf("%s: apiVersion %v, want v1", cm.Name, got)
+		}
+		want := map[string]any{"team": "a<b>&c"}
+		if got := field(m.body, "metadata", "annotations"); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s: annotations %v, want %v (last-applied removed, the rest kept)", cm.Name, got, want)
+		}
+		if got, want := fmt.Sprint(field(m.body, "data")), fmt.Sprint(map[string]any{"k": cm.Data["k"], "empty": ""}); got != want {
+			t.Errorf("%s: data %s, want %s", cm.Name, got, want)
+		}
+		if got := field(m.body, "metadata", "labels", "app"); got != "as-read" {
+			t.Errorf("%s: labels.app %v, want as-read", cm.Name, got)
+		}
+		if got := field(m.body, "metadata", "creationTimestamp"); got != cm.CreationTimestamp.UTC().Format(time.RFC3339) {
+			t.Errorf("%s: creationTimestamp %v, want %s", cm.Name, got, cm.CreationTimestamp.UTC().Format(time.RFC3339))
+		}
+	}
+}

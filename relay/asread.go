@@ -1,0 +1,320 @@
+package relay
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/watch"
+	sigsjson "sigs.k8s.io/json"
+)
+
+// AsReadRules are Rules that may publish objects as the apiserver sent them. When AsRead
+// reports ok, the rules decide every change from its type and the object's identity alone
+// (no expression, no quiet updates, no previous state) and publish the object's JSON
+// unchanged except that metadata.managedFields is removed when stripManaged and the kubectl
+// last-applied annotation when stripApplied (an annotations map left empty goes too). The
+// source then reads such objects without decoding their bodies: Shape and Body are not
+// called for them, and the Object that Decide sees holds only apiVersion, kind and
+// metadata's name, namespace, uid and resourceVersion.
+type AsReadRules interface {
+	AsRead() (stripManaged, stripApplied, ok bool)
+}
+
+// asRead is how a source reads objects whose bodies it publishes as read.
+type asRead struct {
+	stripManaged, stripApplied bool
+}
+
+// asReadOf returns the read-as-is settings of rules, nil when they need decoded objects.
+func asReadOf(rules Rules) *asRead {
+	ar, ok := rules.(AsReadRules)
+	if !ok {
+		return nil
+	}
+	managed, applied, ok := ar.AsRead()
+	if !ok {
+		return nil
+	}
+	return &asRead{stripManaged: managed, stripApplied: applied}
+}
+
+// lastAppliedAnnotation holds the object as last applied by kubectl.
+const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
+
+// object returns the object whose JSON is b (a list item or a watch event's object): its
+// identity decoded and its body ready to publish, a copy of b less what a strips. apiVersion
+// and kind are used where b has none (the items of built-in lists); the body gets them too,
+// as a decoded object would. The result does not refer to b.
+func (a *asRead) object(b []byte, apiVersion, kind string) (object, error) {
+	var topBuf [16]member
+	top, end, err := members(topBuf[:0], b, 0)
+	if err != nil {
+		return object{}, err
+	}
+	if end = skipSpace(b, end); end != len(b) {
+		return object{}, syntaxError(b, end, "data after the object")
+	}
+	md := map[string]any{}
+	var fill []byte // members to add at the front: apiVersion and kind when missing
+	var mdText []byte
+	mdStart, mdEnd := -1, -1
+	for _, want := range [...]struct {
+		key string
+		val *string
+	}{{"apiVersion", &apiVersion}, {"kind", &kind}} {
+		if k := find(b, top, want.key); k >= 0 {
+			if *want.val, err = stringValue(b, top[k]); err != nil {
+				return object{}, fmt.Errorf("%s: %w", want.key, err)
+			}
+			continue
+		}
+		if len(fill) > 0 {
+			fill = append(fill, ',')
+		}
+		fill = appendQuoted(append(appendQuoted(fill, want.key), ':'), *want.val)
+	}
+	if k := find(b, top, "metadata"); k >= 0 && b[top[k].valStart] != 'n' { // null: no metadata
+		mdStart, mdEnd = top[k].valStart, top[k].valEnd
+		if mdText, err = a.metadata(b, top[k], md); err != nil {
+			return object{}, fmt.Errorf("metadata: %w", err)
+		}
+	}
+
+	size := len(b) + len(fill) + 1
+	if mdText != nil {
+		size += len(mdText) - (mdEnd - mdStart)
+	}
+	body := make([]byte, 0, size)
+	body = append(body, '{')
+	rest := b[skipSpace(b, 0)+1:]
+	if fill != nil {
+		body = append(body, fill...)
+		if len(top) > 0 {
+			body = append(body, ',')
+		}
+	}
+	if mdText != nil {
+		off := len(b) - len(rest)
+		body = append(body, rest[:mdStart-off]...)
+		body = append(body, mdText...)
+		body = append(body, rest[mdEnd-off:]...)
+	} else {
+		body = append(body, rest...)
+	}
+	obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": apiVersion, "kind": kind, "metadata": md}}
+	return object{Unstructured: obj, body: body}, nil
+}
+
+// metadata reads the identity fields of the metadata member m of b into md and returns the
+// metadata's text with the stripped members removed, nil when nothing is removed.
+func (a *asRead) metadata(b []byte, m member, md map[string]any) ([]byte, error) {
+	var msBuf [24]member
+	ms, _, err := members(msBuf[:0], b, m.valStart)
+	if err != nil {
+		return nil, err
+	}
+	for _, key := range [...]string{"name", "namespace", "uid", "resourceVersion"} {
+		if k := find(b, ms, key); k >= 0 {
+			s, err := stringValue(b, ms[k])
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", key, err)
+			}
+			if s != "" {
+				md[key] = s
+			}
+		}
+	}
+	var dropBuf [24]bool
+	var replaceBuf [24][]byte
+	drop, replace := dropBuf[:0], replaceBuf[:0]
+	for range ms {
+		drop, replace = append(drop, false), append(replace, nil)
+	}
+	changed := false
+	for i, mm := range ms {
+		switch {
+		case a.stripManaged && mm.keyIs(b, "managedFields"):
+			drop[i], changed = true, true
+		case a.stripApplied && mm.keyIs(b, "annotations") && b[mm.valStart] == '{':
+			var amsBuf [16]member
+			ams, _, err := members(amsBuf[:0], b, mm.valStart)
+			if err != nil {
+				return nil, fmt.Errorf("annotations: %w", err)
+			}
+			var skipBuf [16]bool
+			skip := skipBuf[:0]
+			for range ams {
+				skip = append(skip, false)
+			}
+			kept := len(ams)
+			for j, am := range ams {
+				if am.keyIs(b, lastAppliedAnnotation) {
+					skip[j] = true
+					kept--
+				}
+			}
+			switch {
+			case kept == len(ams):
+			case kept == 0:
+				drop[i], changed = true, true
+			default:
+				replace[i], changed = rebuild(nil, b, ams, skip, nil), true
+			}
+		}
+	}
+	if !changed {
+		return nil, nil
+	}
+	return rebuild(make([]byte, 0, m.valEnd-m.valStart), b, ms, drop, replace), nil
+}
+
+// rebuild appends to dst the object of members ms of b without the members drop marks,
+// with replace[i] (when not nil) as the value of member i.
+func rebuild(dst, b []byte, ms []member, drop []bool, replace [][]byte) []byte {
+	dst = append(dst, '{')
+	first := true
+	for i, m := range ms {
+		if drop[i] {
+			continue
+		}
+		if !first {
+			dst = append(dst, ',')
+		}
+		first = false
+		if replace != nil && replace[i] != nil {
+			dst = append(dst, b[m.keyStart:m.keyEnd]...)
+			dst = append(dst, ':')
+			dst = append(dst, replace[i]...)
+			continue
+		}
+		dst = append(dst, b[m.keyStart:m.valEnd]...)
+	}
+	return append(dst, '}')
+}
+
+// stringValue returns the value of m, which must be a JSON string (null reads as "").
+func stringValue(b []byte, m member) (string, error) {
+	v := b[m.valStart:m.valEnd]
+	switch {
+	case len(v) > 0 && v[0] == '"':
+		return unquote(v)
+	case string(v) == "null":
+		return "", nil
+	}
+	return "", fmt.Errorf("not a string: %.40s", v)
+}
+
+// appendQuoted appends s as a JSON string.
+func appendQuoted(dst []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s)
+			return append(dst, q...)
+		}
+	}
+	dst = append(dst, '"')
+	dst = append(dst, s...)
+	return append(dst, '"')
+}
+
+// page reads one list response: its resourceVersion, continue token and items.
+func (a *asRead) page(b []byte) (*page, error) {
+	var topBuf [8]member
+	top, _, err := members(topBuf[:0], b, 0)
+	if err != nil {
+		return nil, err
+	}
+	p := &page{}
+	var apiVersion, kind string
+	for _, want := range [...]struct {
+		key string
+		val *string
+	}{{"apiVersion", &apiVersion}, {"kind", &kind}} {
+		if k := find(b, top, want.key); k >= 0 {
+			if *want.val, err = stringValue(b, top[k]); err != nil {
+				return nil, fmt.Errorf("%s: %w", want.key, err)
+			}
+		}
+	}
+	if k := find(b, top, "metadata"); k >= 0 {
+		ms, _, err := members(nil, b, top[k].valStart)
+		if err != nil {
+			return nil, fmt.Errorf("metadata: %w", err)
+		}
+		for _, want := range [...]struct {
+			key string
+			val *string
+		}{{"resourceVersion", &p.resourceVersion}, {"continue", &p.continueToken}} {
+			if j := find(b, ms, want.key); j >= 0 {
+				if *want.val, err = stringValue(b, ms[j]); err != nil {
+					return nil, fmt.Errorf("metadata.%s: %w", want.key, err)
+				}
+			}
+		}
+	}
+	k := find(b, top, "items")
+	if k < 0 || b[top[k].valStart] == 'n' { // absent or null: an empty page
+		return p, nil
+	}
+	if b[top[k].valStart] != '[' {
+		return nil, syntaxError(b, top[k].valStart, "items is not an array")
+	}
+	itemKind := strings.TrimSuffix(kind, "List")
+	for i, end := top[k].valStart+1, top[k].valEnd-1; ; {
+		i = skipSpace(b, i)
+		if i >= end {
+			return p, nil
+		}
+		j, err := skipValue(b, i)
+		if err != nil {
+			return nil, err
+		}
+		obj, err := a.object(b[i:j], apiVersion, itemKind)
+		if err != nil {
+			return nil, fmt.Errorf("items[%d]: %w", len(p.items), err)
+		}
+		p.items = append(p.items, obj)
+		if i = skipSpace(b, j); i < end && b[i] == ',' {
+			i++
+		}
+	}
+}
+
+// event reads one watch event. An ERROR event's object (a Status) is decoded whole, so that
+// apierrors.FromObject can read it.
+func (a *asRead) event(b []byte) (watch.Event, error) {
+	var topBuf [8]member
+	top, _, err := members(topBuf[:0], b, 0)
+	if err != nil {
+		return watch.Event{}, err
+	}
+	var ev watch.Event
+	if k := find(b, top, "type"); k >= 0 {
+		t, err := stringValue(b, top[k])
+		if err != nil {
+			return watch.Event{}, fmt.Errorf("type: %w", err)
+		}
+		ev.Type = watch.EventType(t)
+	}
+	k := find(b, top, "object")
+	if k < 0 {
+		return watch.Event{}, fmt.Errorf("watch event %q without object", ev.Type)
+	}
+	raw := b[top[k].valStart:top[k].valEnd]
+	if ev.Type == watch.Error {
+		var m map[string]any
+		if err := sigsjson.UnmarshalCaseSensitivePreserveInts(raw, &m); err != nil {
+			return watch.Event{}, err
+		}
+		ev.Object = &unstructured.Unstructured{Object: m}
+		return ev, nil
+	}
+	obj, err := a.object(raw, "", "")
+	if err != nil {
+		return watch.Event{}, err
+	}
+	ev.Object = obj
+	return ev, nil
+}

@@ -1,0 +1,307 @@
+package relay
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"reflect"
+	"strings"
+	"testing"
+	"testing/iotest"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// decodeJSON decodes b as encoding/json does (numbers kept as json.Number).
+func decodeJSON(t testing.TB, b []byte) map[string]any {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil {
+		t.Fatalf("decode %s: %v", b, err)
+	}
+	return m
+}
+
+// referenceAsRead is what the decoding path publishes for JSON b: the object decoded, kind and
+// apiVersion filled in when missing, managedFields and the last-applied annotation removed
+// (an annotations map left empty removed too, as filter.Program.Shape does).
+func referenceAsRead(t testing.TB, a asRead, b []byte, apiVersion, kind string) map[string]any {
+	t.Helper()
+	m := decodeJSON(t, b)
+	if _, ok := m["apiVersion"]; !ok {
+		m["apiVersion"] = apiVersion
+	}
+	if _, ok := m["kind"]; !ok {
+		m["kind"] = kind
+	}
+	md, ok := m["metadata"].(map[string]any)
+	if !ok {
+		return m
+	}
+	if a.stripManaged {
+		delete(md, "managedFields")
+	}
+	if ann, ok := md["annotations"].(map[string]any); ok && a.stripApplied {
+		if _, has := ann[lastAppliedAnnotation]; has {
+			delete(ann, lastAppliedAnnotation)
+			if len(ann) == 0 {
+				delete(md, "annotations")
+			}
+		}
+	}
+	return m
+}
+
+func TestAsReadObject(t *testing.T) {
+	both := asRead{stripManaged: true, stripApplied: true}
+	tests := []struct {
+		name                string
+		a                   asRead
+		in                  string
+		apiVersion, kind    string
+		want                string
+		wantName, wantNS    string
+		wantUID, wantRV     string
+		wantKind, wantAPIVs string
+	}{
+		{
+			name:       "list item of a built-in list gets kind and apiVersion",
+			a:          both,
+			in:         `{"metadata":{"name":"a","namespace":"ns","uid":"u1","resourceVersion":"7","managedFields":[{"manager":"m"}]},"data":{"k":"v"}}`,
+			apiVersion: "v1", kind: "ConfigMap",
+			want:     `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"ns","uid":"u1","resourceVersion":"7"},"data":{"k":"v"}}`,
+			wantName: "a", wantNS: "ns", wantUID: "u1", wantRV: "7", wantKind: "ConfigMap", wantAPIVs: "v1",
+		},
+		{
+			name:     "managedFields first, annotations keep others",
+			a:        both,
+			in:       `{"kind":"Pod","apiVersion":"v1","metadata":{"managedFields":[],"name":"p","annotations":{"x":"1","kubectl.kubernetes.io/last-applied-configuration":"{\"a\":1}\n"}}}`,
+			want:     `{"kind":"Pod","apiVersion":"v1","metadata":{"name":"p","annotations":{"x":"1"}}}`,
+			wantName: "p", wantKind: "Pod", wantAPIVs: "v1",
+		},
+		{
+			name:     "only the last-applied annotation: annotations go",
+			a:        both,
+			in:       `{"kind":"Pod","apiVersion":"v1","metadata":{"annotations":{"kubectl.kubernetes.io/last-applied-configuration":"x"},"name":"p"}}`,
+			want:     `{"kind":"Pod","apiVersion":"v1","metadata":{"name":"p"}}`,
+			wantName: "p", wantKind: "Pod", wantAPIVs: "v1",
+		},
+		{
+			name:     "nothing to strip: the input as is",
+			a:        both,
+			in:       "{ \"kind\" : \"Pod\", \"apiVersion\":\"v1\",\n \"metadata\": {\"name\": \"p\"} }",
+			want:     "{ \"kind\" : \"Pod\", \"apiVersion\":\"v1\",\n \"metadata\": {\"name\": \"p\"} }",
+			wantName: "p", wantKind: "Pod", wantAPIVs: "v1",
+		},
+		{
+			name:     "stripping off keeps managedFields and the annotation",
+			a:        asRead{},
+			in:       `{"kind":"Pod","apiVersion":"v1","metadata":{"managedFields":[],"annotations":{"kubectl.kubernetes.io/last-applied-configuration":"x"}}}`,
+			want:     `{"kind":"Pod","apiVersion":"v1","metadata":{"managedFields":[],"annotations":{"kubectl.kubernetes.io/last-applied-configuration":"x"}}}`,
+			wantKind: "Pod", wantAPIVs: "v1",
+		},
+		{
+			name:       "managedFields only: empty metadata",
+			a:          both,
+			in:         `{"metadata":{"managedFields":[{"a":[1,2,{"b":null}]}]}}`,
+			apiVersion: "example.com/v1", kind: "Widget",
+			want:     `{"apiVersion":"example.com/v1","kind":"Widget","metadata":{}}`,
+			wantKind: "Widget", wantAPIVs: "example.com/v1",
+		},
+		{
+			name:     "escaped strings are unescaped in the identity",
+			a:        both,
+			in:       `{"kind":"K","apiVersion":"v1","metadata":{"name":"a\u002fb","namespace":"n\"s","resourceVersion":"1"}}`,
+			want:     `{"kind":"K","apiVersion":"v1","metadata":{"name":"a\u002fb","namespace":"n\"s","resourceVersion":"1"}}`,
+			wantName: "a/b", wantNS: `n"s`, wantRV: "1", wantKind: "K", wantAPIVs: "v1",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			obj, err := tt.a.object([]byte(tt.in), tt.apiVersion, tt.kind)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(obj.body) != tt.want {
+				t.Errorf("body:\ngot  %s\nwant %s", obj.body, tt.want)
+			}
+			got := []string{obj.GetName(), obj.GetNamespace(), string(obj.GetUID()), obj.GetResourceVersion(), obj.GetKind(), obj.GetAPIVersion()}
+			want := []string{tt.wantName, tt.wantNS, tt.wantUID, tt.wantRV, tt.wantKind, tt.wantAPIVs}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("identity: got %q, want %q", got, want)
+			}
+			if ref := referenceAsRead(t, tt.a, []byte(tt.in), tt.apiVersion, tt.kind); !reflect.DeepEqual(decodeJSON(t, obj.body), ref) {
+				t.Errorf("body decodes to %v, want %v", decodeJSON(t, obj.body), ref)
+			}
+		})
+	}
+}
+
+func TestAsReadObjectErrors(t *testing.T) {
+	a := asRead{stripManaged: true, stripApplied: true}
+	for _, in := range []string{
+		``, `{`, `[]`, `{"metadata":}`, `{"metadata":{"name":1}}`, `{"kind":"K"}}`, `{"a":[1,2}`,
+		`{"metadata":{"managedFields":[}}`, `{"a":"unterminated}`, `{"a" 1}`, `{"a":1,}`, `{,}`,
+	} {
+		if _, err := a.object([]byte(in), "v1", "K"); err == nil {
+			t.Errorf("object(%q): got no error, want one", in)
+		}
+	}
+}
+
+// FuzzAsReadObject checks that, for every valid JSON object, the body read as is decodes to
+// what the decoding path would publish, and that no input makes the scanner panic.
+func FuzzAsReadObject(f *testing.F) {
+	f.Add([]byte(`{"metadata":{"name":"a","managedFields":[{"x":{"y":[]}}],"annotations":{"kubectl.kubernetes.io/last-applied-configuration":"{}","b":"c"}},"data":{"k":"v \" } ]"}}`), true, true)
+	f.Add([]byte(`{"kind":"K","apiVersion":"v1","metadata":{"annotations":{"kubectl.kubernetes.io/last-applied-configuration":"{}"},"managedFields":null}}`), true, false)
+	f.Add(benchObjectJSON, true, true)
+	f.Add([]byte(`{"a":[1,-2.5e3,true,false,null,"\\\\"],"metadata":{}}`), false, true)
+	f.Fuzz(func(t *testing.T, in []byte, managed, applied bool) {
+		a := asRead{stripManaged: managed, stripApplied: applied}
+		obj, err := a.object(in, "v1", "K")
+		var top map[string]any
+		if !json.Valid(in) || json.Unmarshal(in, &top) != nil {
+			return // invalid input: an error or not, but no panic
+		}
+		if err != nil {
+			// Identity fields of another type are refused; anything else valid is read.
+			if !strings.Contains(err.Error(), "not a string") {
+				t.Fatalf("object(%s): %v", in, err)
+			}
+			return
+		}
+		if !json.Valid(obj.body) {
+			t.Fatalf("object(%s): body %s is not valid JSON", in, obj.body)
+		}
+		if got, want := decodeJSON(t, obj.body), referenceAsRead(t, a, in, "v1", "K"); !reflect.DeepEqual(got, want) {
+			t.Fatalf("object(%s):\ngot  %v\nwant %v", in, got, want)
+		}
+	})
+}
+
+// FuzzSkipValue checks the scanner against encoding/json: every valid value is skipped whole.
+func FuzzSkipValue(f *testing.F) {
+	for _, s := range []string{`{}`, `[]`, `"a\\"`, `{"a":[{"b":"]"}]}`, ` 12 `, `[1,[2,[3]]]`, `{"a":1,}`, `[,]`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		end, err := skipValue(in, 0)
+		if !json.Valid(in) {
+			return
+		}
+		if err != nil {
+			t.Fatalf("skipValue(%q): %v", in, err)
+		}
+		if rest := bytes.TrimSpace(in[end:]); len(rest) > 0 {
+			t.Fatalf("skipValue(%q) stopped at %d, before %q", in, end, rest)
+		}
+	})
+}
+
+func TestAsReadPage(t *testing.T) {
+	a := &asRead{stripManaged: true}
+	in := `{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"42","continue":"tok"},"items":[` +
+		`{"metadata":{"name":"a","namespace":"n","uid":"u","resourceVersion":"40","managedFields":[]},"data":{"x":"1"}},` +
+		` {"metadata":{"name":"b","namespace":"n","uid":"v","resourceVersion":"41"}} ]}`
+	p, err := a.page([]byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.resourceVersion != "42" || p.continueToken != "tok" || len(p.items) != 2 {
+		t.Fatalf("got rv %q, continue %q, %d items; want 42, tok, 2", p.resourceVersion, p.continueToken, len(p.items))
+	}
+	want := []string{
+		`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"n","uid":"u","resourceVersion":"40"},"data":{"x":"1"}}`,
+		`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"b","namespace":"n","uid":"v","resourceVersion":"41"}}`,
+	}
+	for i, obj := range p.items {
+		if string(obj.body) != want[i] {
+			t.Errorf("item %d: got %s, want %s", i, obj.body, want[i])
+		}
+	}
+	for _, in := range []string{`{"kind":"L","items":null,"metadata":{"resourceVersion":"1"}}`, `{"kind":"L","items":[],"metadata":{"resourceVersion":"1"}}`, `{"kind":"L","items":[ ],"metadata":{"resourceVersion":"1"}}`} {
+		p, err := a.page([]byte(in))
+		if err != nil || len(p.items) != 0 || p.resourceVersion != "1" {
+			t.Errorf("page(%s): got %+v, %v; want no items at rv 1", in, p, err)
+		}
+	}
+	if _, err := a.page([]byte(`{"kind":"L","items":[{"metadata":{"name":2}}]}`)); err == nil {
+		t.Error("page with a numeric name: got no error, want one")
+	}
+}
+
+func TestAsReadEvent(t *testing.T) {
+	a := &asRead{stripManaged: true}
+	ev, err := a.event([]byte(`{"type":"ADDED","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"a","resourceVersion":"5","managedFields":[]}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj, ok := ev.Object.(object)
+	if ev.Type != watch.Added || !ok || obj.GetName() != "a" || string(obj.body) != `{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"a","resourceVersion":"5"}}` {
+		t.Fatalf("got %s %#v", ev.Type, ev.Object)
+	}
+	ev, err = a.event([]byte(`{"type":"BOOKMARK","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"resourceVersion":"9"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if obj, ok := asObject(ev.Object); ev.Type != watch.Bookmark || !ok || obj.GetResourceVersion() != "9" {
+		t.Fatalf("bookmark: got %s %#v", ev.Type, ev.Object)
+	}
+	ev, err = a.event([]byte(`{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","status":"Failure","code":410,"reason":"Expired","message":"too old"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, ok := ev.Object.(*unstructured.Unstructured)
+	if ev.Type != watch.Error || !ok || u.Object["code"] != int64(410) {
+		t.Fatalf("error event: got %s %#v", ev.Type, ev.Object)
+	}
+	if _, err := a.event([]byte(`{"type":"ADDED"}`)); err == nil {
+		t.Error("event without object: got no error, want one")
+	}
+}
+
+func TestFrames(t *testing.T) {
+	events := []string{
+		`{"type":"ADDED","object":{"a":"x\ny"}}`,
+		"{\n  \"type\": \"MODIFIED\",\n  \"object\": {}\n}",
+		`{"type":"DELETED","object":{"big":"` + strings.Repeat("z", 200<<10) + `"}}`,
+	}
+	stream := strings.Join(events, "\n") + "\n\n" + `{"type":"BOOKMARK","object":{}}` // the last one without newline
+	for _, tc := range []struct {
+		name string
+		r    io.Reader
+	}{
+		{"whole", strings.NewReader(stream)},
+		{"one byte at a time", iotest.OneByteReader(strings.NewReader(stream))},
+		{"half reads", iotest.HalfReader(strings.NewReader(stream))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &frames{r: tc.r}
+			want := append(append([]string{}, events...), `{"type":"BOOKMARK","object":{}}`)
+			for i, w := range want {
+				b, err := f.next()
+				if err != nil {
+					t.Fatalf("value %d: %v", i, err)
+				}
+				if string(b) != w {
+					t.Fatalf("value %d: got %.80q, want %.80q", i, b, w)
+				}
+			}
+			if _, err := f.next(); !errors.Is(err, io.EOF) {
+				t.Fatalf("after the last value: got %v, want io.EOF", err)
+			}
+		})
+	}
+	f := &frames{r: strings.NewReader(`{"type":"ADDED","object":{"a":`)}
+	if _, err := f.next(); !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("truncated stream: got %v, want io.ErrUnexpectedEOF", err)
+	}
+	f = &frames{r: strings.NewReader("{\"a\":]}\n")}
+	if _, err := f.next(); err == nil || errors.Is(err, io.EOF) {
+		t.Fatalf("malformed value: got %v, want a syntax error", err)
+	}
+}
