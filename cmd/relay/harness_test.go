@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -24,6 +23,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kube-nats-relay/kube-nats-relay/event"
+	"github.com/kube-nats-relay/kube-nats-relay/internal/relaytest"
 	"github.com/kube-nats-relay/kube-nats-relay/internal/testenv"
 )
 
@@ -35,18 +35,7 @@ var (
 func TestMain(m *testing.M) {
 	// The relay runs as a real process: signals, exit codes and kill -9 are part of what the
 	// tests check.
-	dir, err := os.MkdirTemp("", "relay-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	relayBin = filepath.Join(dir, "relay")
-	if out, err := exec.Command("go", "build", "-o", relayBin, ".").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build relay: %v\n%s", err, out)
-		os.Exit(1)
-	}
-	defer os.RemoveAll(dir)
-	testenv.Main(m, testenv.Options{Kube: true, NATS: true}, &env)
+	relaytest.Main(m, testenv.Options{Kube: true, NATS: true}, &env, &relayBin)
 }
 
 // relayProc is a relay process started by a test.

@@ -25,8 +25,10 @@ var (
 	// (publishAsyncTimeout is 10s): 0.5ms to about 16s, doubling.
 	publishBuckets = prometheus.ExponentialBuckets(0.0005, 2, 16)
 	// lagBuckets span a live change relayed at once to one held back by a NATS outage or a
-	// full buffer: 1ms to about 2 minutes, doubling.
-	lagBuckets = prometheus.ExponentialBuckets(0.001, 2, 18)
+	// full buffer: 0.25ms to 2 minutes. They are finer around a few milliseconds, where a
+	// healthy relay's own latency lies, so that a p99 against a 5 ms objective can be read.
+	lagBuckets = []float64{0.00025, 0.0005, 0.001, 0.002, 0.003, 0.004, 0.005, 0.0075, 0.01, 0.015, 0.025, 0.05,
+		0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120}
 )
 
 // metrics is the relay's Prometheus registry. Labels come from the configuration only

@@ -132,24 +132,27 @@ func renderThroughput(b *strings.Builder, t *Throughput, unit string) {
 func renderSteady(b *strings.Builder, st *Steady) {
 	w := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
 	w("### 3. Steady state at %d changes/s for %s\n\n", st.Rate, st.Duration)
-	w("End-to-end: from the write's response to the consumer's receipt (ceiling: from the publish call; raw watch: to the watch's receipt). Added: from the raw watch's receipt of the same change to the consumer's receipt. Medians over rounds of each round's percentile.\n\n")
-	w("| contender | ok rounds | achieved rate | e2e p50 | e2e p99 | e2e max | added p50 | added p99 | missing | CPU s per 10k events | nats-server CPU s per 10k events | other load (cores) |\n")
-	w("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	w("End-to-end: from the write's response to the consumer's receipt (ceiling: from the publish call; raw watch: to the watch's receipt). Added: from the raw watch's receipt of the same change to the consumer's receipt. Own: the relay's own latency from its metrics, a change's receipt to its JetStream ack (`pipeline_lag_seconds`, interpolated inside histogram buckets). Medians over rounds of each round's percentile.\n\n")
+	w("| contender | ok rounds | achieved rate | e2e p50 | e2e p99 | e2e max | added p50 | added p99 | own p50 | own p99 | missing | CPU s per 10k events | nats-server CPU s per 10k events | other load (cores) |\n")
+	w("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, c := range contenders {
 		s := summarizeLatency(st.Runs[c])
 		if s.total == 0 {
 			continue
 		}
 		if s.ok == 0 {
-			w("| %s | 0/%d | failed: %s | | | | | | | | | |\n", c, s.total, firstLatencyErr(st.Runs[c]))
+			w("| %s | 0/%d | failed: %s | | | | | | | | | | | |\n", c, s.total, firstLatencyErr(st.Runs[c]))
 			continue
 		}
-		added50, added99 := "–", "–"
+		added50, added99, own50, own99 := "–", "–", "–", "–"
 		if c == Relay || c == Naive {
 			added50, added99 = ms(s.add50), ms(s.add99)
 		}
-		w("| %s | %d/%d | %.0f/s | %s | %s | %s | %s | %s | %d | %s | %.2f | %.2f |\n", c, s.ok, s.total, s.achieved,
-			ms(s.e2e50), ms(s.e2e99), ms(s.e2eMax), added50, added99, s.missing, fmtOpt(s.cpuPer10k, "%.2f"), s.natsPer10k, s.otherCores)
+		if s.ownN > 0 {
+			own50, own99 = ms(s.own50), ms(s.own99)
+		}
+		w("| %s | %d/%d | %.0f/s | %s | %s | %s | %s | %s | %s | %s | %d | %s | %.2f | %.2f |\n", c, s.ok, s.total, s.achieved,
+			ms(s.e2e50), ms(s.e2e99), ms(s.e2eMax), added50, added99, own50, own99, s.missing, fmtOpt(s.cpuPer10k, "%.2f"), s.natsPer10k, s.otherCores)
 	}
 	w("\n")
 }
@@ -244,12 +247,18 @@ func renderTargets(b *strings.Builder, r *Results) {
 			continue
 		}
 		if s := summarizeLatency(st.Runs[Relay]); s.ok > 0 {
-			v := verdict(s.add99 < 5*time.Millisecond)
+			p99 := s.add99
+			measured := fmt.Sprintf("%s (p50 %s; upper bound, see method) at %.0f changes/s achieved", ms(s.add99), ms(s.add50), s.achieved)
+			if s.ownN > 0 {
+				p99 = s.own99
+				measured = fmt.Sprintf("%s (p50 %s) from the relay's metrics; %s from outside (upper bound, see method); at %.0f changes/s achieved",
+					ms(s.own99), ms(s.own50), ms(s.add99), s.achieved)
+			}
+			v := verdict(p99 < 5*time.Millisecond)
 			if s.achieved < 0.9*float64(st.Rate) {
 				v = fmt.Sprintf("not measurable here: the cluster sustained only %.0f changes/s (%s at that rate)", s.achieved, v)
 			}
-			rows = append(rows, row{"relay-added latency p99 under 5 ms at 1,000 changes/s",
-				fmt.Sprintf("%s (p50 %s; upper bound, see method) at %.0f changes/s achieved", ms(s.add99), ms(s.add50), s.achieved), v})
+			rows = append(rows, row{"relay-added latency p99 under 5 ms at 1,000 changes/s", measured, v})
 		}
 	}
 	if mem := r.Memory; mem != nil {

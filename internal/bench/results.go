@@ -161,6 +161,9 @@ type LatencyRun struct {
 	E2E Percentiles
 	// Added is from the raw watch's receipt of the same change to the consumer's receipt.
 	Added Percentiles
+	// Own is the relay's own latency from its metrics, receipt of a change to its ack
+	// (pipeline_lag_seconds observed during the window; no maximum).
+	Own Percentiles `json:",omitzero"`
 	// Window is from the first write to the end of the drain: the interval CPU is measured over.
 	Window time.Duration
 	// CPU is the contender process's CPU seconds during the window.

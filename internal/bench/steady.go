@@ -118,6 +118,17 @@ func (e *Env) steadyOnce(ctx context.Context, contender string, rate int, msgs [
 		watched = r
 	}
 
+	var addr string
+	var lag0 histogram
+	if contender == Relay {
+		var err error
+		if addr, err = proc.httpAddr(); err != nil {
+			return fail(err)
+		}
+		if lag0, err = scrapeLag(ctx, addr); err != nil {
+			return fail(err)
+		}
+	}
 	m := e.meter()
 	var cpu0 float64
 	if proc != nil {
@@ -140,6 +151,13 @@ func (e *Env) steadyOnce(ctx context.Context, contender string, rate int, msgs [
 	}
 	final.waitFor(ctx, writes, drainTimeout)
 	run.ServerCPU, run.Window = m.servers(), time.Since(m.start)
+	if addr != "" {
+		lag1, err := scrapeLag(ctx, addr)
+		if err != nil {
+			return fail(err)
+		}
+		run.Own = ownLatency(lag0, lag1)
+	}
 	if proc != nil {
 		run.CPU = proc.cpu() - cpu0
 	}

@@ -90,6 +90,8 @@ type latencyStats struct {
 	ok, total                          int
 	achieved                           float64
 	e2e50, e2e99, add50, add99, e2eMax time.Duration
+	own50, own99                       time.Duration
+	ownN                               int
 	missing                            int
 	cpuPer10k, natsPer10k              float64
 	otherCores                         float64
@@ -98,7 +100,7 @@ type latencyStats struct {
 func summarizeLatency(runs []LatencyRun) latencyStats {
 	s := latencyStats{total: len(runs)}
 	var ach, cpu, natsCPU, other []float64
-	var e50, e99, a50, a99, emax []time.Duration
+	var e50, e99, a50, a99, emax, o50, o99 []time.Duration
 	for _, r := range runs {
 		if r.Err != "" || r.Writes == 0 {
 			continue
@@ -108,6 +110,10 @@ func summarizeLatency(runs []LatencyRun) latencyStats {
 		e50, e99, emax = append(e50, r.E2E.P50), append(e99, r.E2E.P99), append(emax, r.E2E.Max)
 		if r.Added.N > 0 {
 			a50, a99 = append(a50, r.Added.P50), append(a99, r.Added.P99)
+		}
+		if r.Own.N > 0 {
+			o50, o99 = append(o50, r.Own.P50), append(o99, r.Own.P99)
+			s.ownN += r.Own.N
 		}
 		s.missing += r.Missing
 		if r.CPU > 0 {
@@ -122,6 +128,7 @@ func summarizeLatency(runs []LatencyRun) latencyStats {
 	s.achieved = median(ach)
 	s.e2e50, s.e2e99, s.e2eMax = medianDuration(e50), medianDuration(e99), medianDuration(emax)
 	s.add50, s.add99 = medianDuration(a50), medianDuration(a99)
+	s.own50, s.own99 = medianDuration(o50), medianDuration(o99)
 	s.cpuPer10k, s.natsPer10k = median(cpu), median(natsCPU)
 	s.otherCores = median(other)
 	return s
