@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 )
 
 // webLabels select the Pods of the Deployment newDeployment makes.
@@ -36,12 +37,18 @@ func newDeployment(replicas int32) *appsv1.Deployment {
 // scale sets Deployment web's replicas.
 func scale(t *testing.T, cs kubernetes.Interface, namespace string, replicas int32) {
 	t.Helper()
-	s, err := cs.AppsV1().Deployments(namespace).GetScale(context.Background(), "web", metav1.GetOptions{})
+	// The deployment controller writes the Deployment's status meanwhile, which moves the
+	// resourceVersion the scale carries: read again and retry on conflict.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		s, err := cs.AppsV1().Deployments(namespace).GetScale(context.Background(), "web", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		s.Spec.Replicas = replicas
+		_, err = cs.AppsV1().Deployments(namespace).UpdateScale(context.Background(), "web", s, metav1.UpdateOptions{})
+		return err
+	})
 	if err != nil {
-		t.Fatalf("get scale: %v", err)
-	}
-	s.Spec.Replicas = replicas
-	if _, err := cs.AppsV1().Deployments(namespace).UpdateScale(context.Background(), "web", s, metav1.UpdateOptions{}); err != nil {
 		t.Fatalf("scale to %d: %v", replicas, err)
 	}
 }
