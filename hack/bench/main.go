@@ -141,7 +141,7 @@ func run(ctx context.Context, args []string) error {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "bench: contender logs in %s\n", cfg.LogDir)
-	cfg.RelayBin = *relayBin
+	cfg.RelayBin, cfg.RelayGiven = *relayBin, *relayBin != ""
 	if cfg.RelayBin == "" {
 		cfg.RelayBin = filepath.Join(cfg.LogDir, "relay")
 		build := exec.CommandContext(ctx, "go", "build", "-o", cfg.RelayBin, "./cmd/relay")

@@ -70,6 +70,9 @@ type Config struct {
 
 	// RelayBin is the relay binary to measure.
 	RelayBin string
+	// RelayGiven says RelayBin was given (-relay) rather than built from the working tree,
+	// so the report names it by its own --version, not by the tree's commit.
+	RelayGiven bool
 	// SelfBin is the harness binary, which runs the naive relay as a subcommand.
 	SelfBin string
 	// RepoRoot is the module root: micro-benchmarks run there, results are written there.

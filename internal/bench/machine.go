@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"time"
 
@@ -58,7 +59,11 @@ func describeMachine(ctx context.Context, cfg Config) Machine {
 			m.Versions = append(m.Versions, KV{s.name, v})
 		}
 	}
-	m.Versions = append(m.Versions, KV{"relay", relayRevision(ctx, cfg.RepoRoot)})
+	if cfg.RelayGiven {
+		m.Versions = append(m.Versions, KV{"relay", "binary given with -relay, reporting " + strconv.Quote(firstLine(ctx, cfg.RelayBin, "--version"))})
+	} else {
+		m.Versions = append(m.Versions, KV{"relay", relayRevision(ctx, cfg.RepoRoot)})
+	}
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		for _, d := range bi.Deps {
 			switch d.Path {

@@ -1,0 +1,31 @@
+// Package relay is the engine of kube-nats-relay: for each configured resource a Source lists
+// and watches the apiserver, decides what to publish, and publishes it to JetStream in order,
+// checkpointing the resourceVersion it may resume from.
+//
+// What a Source guarantees, with a Checkpointer and an ObjectIndex that are durable (the
+// checkpoint package's JetStream KV stores):
+//
+//   - Every change the watch reports is published, or deliberately filtered by the source's
+//     Rules, before the checkpoint moves past it: a restart resumes from the checkpoint and
+//     loses nothing. When the checkpoint has left the apiserver's history (410 Gone), the
+//     source relists and publishes the difference against the object index, deletes that
+//     happened meanwhile included (marked k8s-final-state-unknown).
+//   - Changes of one object are published one at a time, in resourceVersion order; a failed
+//     publish is retried, and nothing of that object overtakes it.
+//   - Each event has a deterministic message id (event.Meta.ID), so JetStream's duplicate
+//     window drops a replay; the object index drops replays older than that window.
+//   - Watch intake never blocks on NATS beyond a bounded buffer: when the buffer stays full,
+//     the watch is released and resumed later from the last resourceVersion read.
+//   - Per object the source keeps an index entry (uid and resourceVersion), and the shaped
+//     object only when its Rules need the previous state (Rules.NeedsOld).
+//
+// Objects are read through the apiserver's JSON. When the Rules only select and strip
+// (AsReadRules), bodies are published as the apiserver sent them with the stripped members
+// cut out, without decoding; otherwise objects are decoded once into unstructured maps.
+//
+// What it does not guarantee: intermediate states skipped by a relist (only the final state
+// is known); a replayed delete older than the duplicate window after the index entry is gone
+// (see docs/guarantees.md). The package reads no environment and imports neither the
+// checkpoint nor the filter package: cmd/relay wires them in through the interfaces declared
+// here (Publisher, Checkpointer, ObjectIndex, StateMirror, Rules, NamespaceRules, Observer).
+package relay
