@@ -251,6 +251,7 @@ func BenchmarkPipeline(b *testing.B) {
 		})
 	}
 }
+
 // benchPageJSON is a list page of 500 ConfigMaps as the apiserver writes it: kind first, items
 // without kind and apiVersion.
 var benchPageJSON = func() []byte {
