@@ -44,20 +44,21 @@ func asReadOf(rules Rules) *asRead {
 const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
 
 // object returns the object whose JSON is b (a list item or a watch event's object): its
-// identity decoded and its body ready to publish, a copy of b less what a strips. apiVersion
-// and kind are used where b has none (the items of built-in lists); the body gets them too,
-// as a decoded object would. The result does not refer to b.
-func (a *asRead) object(b []byte, apiVersion, kind string) (object, error) {
+// identity decoded and its body ready to publish, a copy of b less what a strips. With fill,
+// apiVersion and kind are used where b has none (the items of built-in lists) and the body
+// gets them too, as the decoding path adds them; a watch event's object is taken as it is.
+// The result does not refer to b.
+func (a *asRead) object(b []byte, fill bool, apiVersion, kind string) (object, error) {
 	var topBuf [16]member
 	top, end, err := members(topBuf[:0], b, 0)
 	if err != nil {
 		return object{}, err
 	}
 	if end = skipSpace(b, end); end != len(b) {
-		return object{}, syntaxError(b, end, "data after the object")
+		return object{}, syntaxError(end, "data after the object")
 	}
 	md := map[string]any{}
-	var fill []byte // members to add at the front: apiVersion and kind when missing
+	var add []byte // members to add at the front: apiVersion and kind when missing
 	var mdText []byte
 	mdStart, mdEnd := -1, -1
 	for _, want := range [...]struct {
@@ -65,32 +66,35 @@ func (a *asRead) object(b []byte, apiVersion, kind string) (object, error) {
 		val *string
 	}{{"apiVersion", &apiVersion}, {"kind", &kind}} {
 		if k := find(b, top, want.key); k >= 0 {
-			if *want.val, err = stringValue(b, top[k]); err != nil {
-				return object{}, fmt.Errorf("%s: %w", want.key, err)
-			}
+			*want.val = stringOf(b, top[k])
 			continue
 		}
-		if len(fill) > 0 {
-			fill = append(fill, ',')
+		if !fill {
+			continue
 		}
-		fill = appendQuoted(append(appendQuoted(fill, want.key), ':'), *want.val)
+		if len(add) > 0 {
+			add = append(add, ',')
+		}
+		add = appendQuoted(append(appendQuoted(add, want.key), ':'), *want.val)
 	}
-	if k := find(b, top, "metadata"); k >= 0 && b[top[k].valStart] != 'n' { // null: no metadata
+	// Metadata that is not an object (null, or invalid for any kind) has no identity and
+	// nothing to strip; decoded, it would be left alone as well.
+	if k := find(b, top, "metadata"); k >= 0 && b[top[k].valStart] == '{' {
 		mdStart, mdEnd = top[k].valStart, top[k].valEnd
 		if mdText, err = a.metadata(b, top[k], md); err != nil {
 			return object{}, fmt.Errorf("metadata: %w", err)
 		}
 	}
 
-	size := len(b) + len(fill) + 1
+	size := len(b) + len(add) + 1
 	if mdText != nil {
 		size += len(mdText) - (mdEnd - mdStart)
 	}
 	body := make([]byte, 0, size)
 	body = append(body, '{')
 	rest := b[skipSpace(b, 0)+1:]
-	if fill != nil {
-		body = append(body, fill...)
+	if add != nil {
+		body = append(body, add...)
 		if len(top) > 0 {
 			body = append(body, ',')
 		}
@@ -117,14 +121,16 @@ func (a *asRead) metadata(b []byte, m member, md map[string]any) ([]byte, error)
 	}
 	for _, key := range [...]string{"name", "namespace", "uid", "resourceVersion"} {
 		if k := find(b, ms, key); k >= 0 {
-			s, err := stringValue(b, ms[k])
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", key, err)
-			}
-			if s != "" {
+			if s := stringOf(b, ms[k]); s != "" {
 				md[key] = s
 			}
 		}
+	}
+	// Of repeated annotations members, a decoder keeps the last: that one is stripped, the
+	// earlier ones, shadowed, are dropped so that stripping cannot reveal them.
+	annotations := -1
+	if a.stripApplied {
+		annotations = find(b, ms, "annotations")
 	}
 	var dropBuf [24]bool
 	var replaceBuf [24][]byte
@@ -137,7 +143,9 @@ func (a *asRead) metadata(b []byte, m member, md map[string]any) ([]byte, error)
 		switch {
 		case a.stripManaged && mm.keyIs(b, "managedFields"):
 			drop[i], changed = true, true
-		case a.stripApplied && mm.keyIs(b, "annotations") && b[mm.valStart] == '{':
+		case annotations >= 0 && i < annotations && mm.keyIs(b, "annotations"):
+			drop[i], changed = true, true
+		case i == annotations && b[mm.valStart] == '{':
 			var amsBuf [16]member
 			ams, _, err := members(amsBuf[:0], b, mm.valStart)
 			if err != nil {
@@ -194,6 +202,16 @@ func rebuild(dst, b []byte, ms []member, drop []bool, replace [][]byte) []byte {
 	return append(dst, '}')
 }
 
+// stringOf returns the value of m when it is a JSON string, "" otherwise: as unstructured's
+// accessors read identity fields.
+func stringOf(b []byte, m member) string {
+	s, err := stringValue(b, m)
+	if err != nil {
+		return ""
+	}
+	return s
+}
+
 // stringValue returns the value of m, which must be a JSON string (null reads as "").
 func stringValue(b []byte, m member) (string, error) {
 	v := b[m.valStart:m.valEnd]
@@ -233,12 +251,10 @@ func (a *asRead) page(b []byte) (*page, error) {
 		val *string
 	}{{"apiVersion", &apiVersion}, {"kind", &kind}} {
 		if k := find(b, top, want.key); k >= 0 {
-			if *want.val, err = stringValue(b, top[k]); err != nil {
-				return nil, fmt.Errorf("%s: %w", want.key, err)
-			}
+			*want.val = stringOf(b, top[k])
 		}
 	}
-	if k := find(b, top, "metadata"); k >= 0 {
+	if k := find(b, top, "metadata"); k >= 0 && b[top[k].valStart] == '{' {
 		ms, _, err := members(nil, b, top[k].valStart)
 		if err != nil {
 			return nil, fmt.Errorf("metadata: %w", err)
@@ -248,9 +264,7 @@ func (a *asRead) page(b []byte) (*page, error) {
 			val *string
 		}{{"resourceVersion", &p.resourceVersion}, {"continue", &p.continueToken}} {
 			if j := find(b, ms, want.key); j >= 0 {
-				if *want.val, err = stringValue(b, ms[j]); err != nil {
-					return nil, fmt.Errorf("metadata.%s: %w", want.key, err)
-				}
+				*want.val = stringOf(b, ms[j])
 			}
 		}
 	}
@@ -259,7 +273,7 @@ func (a *asRead) page(b []byte) (*page, error) {
 		return p, nil
 	}
 	if b[top[k].valStart] != '[' {
-		return nil, syntaxError(b, top[k].valStart, "items is not an array")
+		return nil, syntaxError(top[k].valStart, "items is not an array")
 	}
 	itemKind := strings.TrimSuffix(kind, "List")
 	for i, end := top[k].valStart+1, top[k].valEnd-1; ; {
@@ -271,7 +285,7 @@ func (a *asRead) page(b []byte) (*page, error) {
 		if err != nil {
 			return nil, err
 		}
-		obj, err := a.object(b[i:j], apiVersion, itemKind)
+		obj, err := a.object(b[i:j], true, apiVersion, itemKind)
 		if err != nil {
 			return nil, fmt.Errorf("items[%d]: %w", len(p.items), err)
 		}
@@ -311,7 +325,7 @@ func (a *asRead) event(b []byte) (watch.Event, error) {
 		ev.Object = &unstructured.Unstructured{Object: m}
 		return ev, nil
 	}
-	obj, err := a.object(raw, "", "")
+	obj, err := a.object(raw, false, "", "")
 	if err != nil {
 		return watch.Event{}, err
 	}

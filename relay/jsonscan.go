@@ -21,7 +21,7 @@ var errTruncated = errors.New("unexpected end of JSON input")
 // make the scanner's stack grow without bound.
 const maxJSONDepth = 10000
 
-func syntaxError(b []byte, i int, what string) error {
+func syntaxError(i int, what string) error {
 	return fmt.Errorf("invalid JSON at offset %d: %s", i, what)
 }
 
@@ -73,7 +73,7 @@ func skipLiteral(b []byte, i int) (int, error) {
 		if i >= len(b) {
 			return 0, errTruncated
 		}
-		return 0, syntaxError(b, i, fmt.Sprintf("unexpected %q", b[i]))
+		return 0, syntaxError(i, fmt.Sprintf("unexpected %q", b[i]))
 	}
 	return j, nil
 }
@@ -121,7 +121,7 @@ func skipContainer(b []byte, i int) (int, error) {
 			switch {
 			case c == '{' || c == '[':
 				if len(stack) >= maxJSONDepth {
-					return 0, syntaxError(b, i, "nested too deeply")
+					return 0, syntaxError(i, "nested too deeply")
 				}
 				stack = append(stack, c)
 				i++
@@ -157,11 +157,11 @@ func skipContainer(b []byte, i int) (int, error) {
 				continue
 			}
 			if c != '}' || state != wantKeyOrClose {
-				return 0, syntaxError(b, i, "expected a key")
+				return 0, syntaxError(i, "expected a key")
 			}
 		case wantColon:
 			if c != ':' {
-				return 0, syntaxError(b, i, "expected ':'")
+				return 0, syntaxError(i, "expected ':'")
 			}
 			i, state = i+1, wantValue
 			continue
@@ -178,7 +178,7 @@ func skipContainer(b []byte, i int) (int, error) {
 		// A closing bracket.
 		top := stack[len(stack)-1]
 		if (c == '}' && top != '{') || (c == ']' && top != '[') || (c != '}' && c != ']') {
-			return 0, syntaxError(b, i, fmt.Sprintf("unexpected %q", c))
+			return 0, syntaxError(i, fmt.Sprintf("unexpected %q", c))
 		}
 		stack = stack[:len(stack)-1]
 		i++
@@ -190,14 +190,10 @@ func skipContainer(b []byte, i int) (int, error) {
 }
 
 // member is one member of a JSON object: b[keyStart:keyEnd] is its key with the quotes,
-// b[valStart:valEnd] its value. cutStart is where the member's text begins when it is cut
-// together with the separator before it (the comma's index), or, for the first member, the
-// index just after the opening brace.
+// b[valStart:valEnd] its value.
 type member struct {
-	cutStart         int
 	keyStart, keyEnd int
 	valStart, valEnd int
-	first            bool
 }
 
 // key returns the member's key, unescaped.
@@ -236,11 +232,10 @@ func members(dst []member, b []byte, i int) ([]member, int, error) {
 		return nil, 0, errTruncated
 	}
 	if b[i] != '{' {
-		return nil, 0, syntaxError(b, i, "expected an object")
+		return nil, 0, syntaxError(i, "expected an object")
 	}
 	out := dst[:0]
-	start := i + 1
-	i = skipSpace(b, start)
+	i = skipSpace(b, i+1)
 	if i < len(b) && b[i] == '}' {
 		return nil, i + 1, nil
 	}
@@ -250,9 +245,9 @@ func members(dst []member, b []byte, i int) ([]member, int, error) {
 			return nil, 0, errTruncated
 		}
 		if b[i] != '"' {
-			return nil, 0, syntaxError(b, i, "expected a key")
+			return nil, 0, syntaxError(i, "expected a key")
 		}
-		m := member{cutStart: start, keyStart: i, first: len(out) == 0}
+		m := member{keyStart: i}
 		j, err := skipString(b, i)
 		if err != nil {
 			return nil, 0, err
@@ -263,7 +258,7 @@ func members(dst []member, b []byte, i int) ([]member, int, error) {
 			return nil, 0, errTruncated
 		}
 		if b[i] != ':' {
-			return nil, 0, syntaxError(b, i, "expected ':'")
+			return nil, 0, syntaxError(i, "expected ':'")
 		}
 		m.valStart = skipSpace(b, i+1)
 		if m.valEnd, err = skipValue(b, m.valStart); err != nil {
@@ -276,29 +271,13 @@ func members(dst []member, b []byte, i int) ([]member, int, error) {
 		switch b[i] {
 		case ',':
 			out = append(out, m)
-			start = i
 			i++
 		case '}':
 			return append(out, m), i + 1, nil
 		default:
-			return nil, 0, syntaxError(b, i, "expected ',' or '}'")
+			return nil, 0, syntaxError(i, "expected ',' or '}'")
 		}
 	}
-}
-
-// cutRange returns the span to remove from the text of the object to drop member k of ms:
-// the member with the comma before it, or, for the first member, the member with the comma
-// after it; the only member leaves "{}".
-func cutRange(ms []member, k int) (int, int) {
-	m := ms[k]
-	if !m.first {
-		return m.cutStart, m.valEnd
-	}
-	if k+1 < len(ms) {
-		// From after the brace to the next member's key: its comma goes too.
-		return m.cutStart, ms[k+1].cutStart + 1
-	}
-	return m.cutStart, m.valEnd
 }
 
 // find returns the index in ms of the member with key k, -1 when there is none (the last
@@ -321,8 +300,11 @@ type frames struct {
 	r          io.Reader
 	buf        []byte
 	start, end int // unread data: buf[start:end]
-	scanned    int // bytes from start known to hold no value end
-	err        error
+	scanned    int // bytes from start searched for newlines
+	// pending is the length from start to the last newline not yet tried as the value's
+	// end, tried the length of the last candidate found short (0: none).
+	pending, tried int
+	err            error
 }
 
 const (
@@ -335,6 +317,10 @@ const (
 
 // next returns the next value; the slice is valid until the following call. It returns
 // io.EOF at the end of the stream and io.ErrUnexpectedEOF when the stream ends in a value.
+//
+// A value is tried at a newline only once it has doubled since its last try, and at the last
+// newline before waiting for more input: a value pretty-printed over many lines then costs
+// linear time, and a value is never held back waiting for the next one.
 func (f *frames) next() ([]byte, error) {
 	for {
 		for {
@@ -343,31 +329,25 @@ func (f *frames) next() ([]byte, error) {
 				f.scanned = f.end - f.start
 				break
 			}
-			cand := f.buf[f.start : f.start+f.scanned+nl+1]
 			f.scanned += nl + 1
-			s := skipSpace(cand, 0)
-			if s == len(cand) { // blank
-				f.start += len(cand)
-				f.scanned = 0
+			if f.scanned < 2*f.tried {
+				f.pending = f.scanned
 				continue
 			}
-			e, err := skipValue(cand, s)
-			if errors.Is(err, errTruncated) {
-				continue // the newline was whitespace inside the value
+			if v, ok, err := f.try(f.scanned); ok || err != nil {
+				return v, err
 			}
-			if err != nil {
-				return nil, err
+		}
+		if f.pending > f.tried {
+			if v, ok, err := f.try(f.pending); ok || err != nil {
+				return v, err
 			}
-			f.start += e
-			f.scanned = 0
-			return cand[s:e], nil
 		}
 		if f.err != nil {
 			if len(bytes.TrimSpace(f.buf[f.start:f.end])) > 0 {
 				if e, err := skipValue(f.buf[f.start:f.end], 0); err == nil && len(bytes.TrimSpace(f.buf[f.start+e:f.end])) == 0 {
 					v := bytes.TrimSpace(f.buf[f.start : f.start+e])
-					f.start = f.end
-					f.scanned = 0
+					f.consume(f.end - f.start)
 					return v, nil // a last value without a newline
 				}
 				if errors.Is(f.err, io.EOF) {
@@ -393,4 +373,31 @@ func (f *frames) next() ([]byte, error) {
 		f.end += n
 		f.err = err
 	}
+}
+
+// try reads the value at the front of the first n unread bytes, which end with a newline:
+// ok when it is whole. Blank bytes are skipped (not ok, no error).
+func (f *frames) try(n int) (v []byte, ok bool, err error) {
+	cand := f.buf[f.start : f.start+n]
+	s := skipSpace(cand, 0)
+	if s == len(cand) { // blank lines: skip them, look further
+		f.consume(n)
+		return nil, false, nil
+	}
+	e, err := skipValue(cand, s)
+	if errors.Is(err, errTruncated) {
+		f.tried, f.pending = n, 0 // the newline was whitespace inside the value
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	f.consume(e)
+	return cand[s:e], true, nil
+}
+
+// consume drops the first n unread bytes and the scan state that referred to them.
+func (f *frames) consume(n int) {
+	f.start += n
+	f.scanned, f.pending, f.tried = 0, 0, 0
 }

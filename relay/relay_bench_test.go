@@ -159,7 +159,7 @@ func BenchmarkAsReadObject(b *testing.B) {
 	b.ReportAllocs()
 	b.SetBytes(int64(len(benchObjectJSON)))
 	for b.Loop() {
-		obj, err := a.object(benchObjectJSON, "", "")
+		obj, err := a.object(benchObjectJSON, true, "", "")
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -173,7 +173,7 @@ func BenchmarkAsReadMessage(b *testing.B) {
 	a := &asRead{stripManaged: true, stripApplied: true}
 	b.ReportAllocs()
 	for b.Loop() {
-		obj, err := a.object(benchObjectJSON, "", "")
+		obj, err := a.object(benchObjectJSON, true, "", "")
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -124,6 +124,9 @@ func (h histogram) quantile(q float64) (d time.Duration, ok bool) {
 			continue
 		}
 		if math.IsInf(h.bounds[i], 1) {
+			if i == 0 {
+				return 0, false // no finite bucket to say anything with
+			}
 			return seconds(h.bounds[i-1]), true
 		}
 		lo, below := 0.0, 0.0

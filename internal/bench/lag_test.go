@@ -3,6 +3,7 @@ package bench
 import (
 	"bufio"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -57,6 +58,10 @@ func TestOwnLatency(t *testing.T) {
 	}
 	if _, ok := before.minus(before).quantile(0.5); ok {
 		t.Error("no observations: got a quantile, want none")
+	}
+	onlyInf := histogram{bounds: []float64{math.Inf(1)}, counts: []float64{3}}
+	if _, ok := onlyInf.quantile(0.5); ok {
+		t.Error("only the +Inf bucket: got a quantile, want none")
 	}
 	if _, err := parseLag(bufio.NewScanner(strings.NewReader("up 1\n"))); err == nil {
 		t.Error("no lag buckets: got no error, want one")
