@@ -30,6 +30,10 @@ func renderResults(r *Results, jsonPath string) string {
 	w("- Machine: %d CPUs (%s), %s memory, Linux %s, %s; shared with other work while measured\n",
 		m.CPUs, m.CPUModel, m.MemTotal, m.Kernel, m.GoVer)
 	for _, v := range m.Versions {
+		if v.Name == "relay" && len(r.Measured) > 0 {
+			w("- relay: %s (this run; each scenario's revision is in the line above)\n", v.Value)
+			continue
+		}
 		w("- %s: %s\n", v.Name, v.Value)
 	}
 	c := r.Config

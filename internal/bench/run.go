@@ -51,7 +51,7 @@ func Run(ctx context.Context, cfg Config, save func(*Results) error) (*Results, 
 			note(ScenarioMicro, err)
 		}
 		res.Micro = micro
-		res.Measured = append(res.Measured, KV{ScenarioMicro, res.Started.Format("2006-01-02 15:04 UTC") + ", " + cfg.Command})
+		res.Measured = append(res.Measured, KV{ScenarioMicro, provenance(res, cfg)})
 	}
 	if ctx.Err() != nil {
 		return res, context.Cause(ctx)
@@ -126,7 +126,7 @@ func runCluster(ctx context.Context, cfg Config, res *Results, note func(string,
 		before := loadAvg()
 		err := s.run()
 		res.Load = append(res.Load, KV{s.name, before + " → " + loadAvg()})
-		res.Measured = append(res.Measured, KV{s.name, res.Started.Format("2006-01-02 15:04 UTC") + ", " + cfg.Command})
+		res.Measured = append(res.Measured, KV{s.name, provenance(res, cfg)})
 		res.Setup = e.setup
 		if ctx.Err() != nil {
 			_ = checkpoint()
@@ -140,4 +140,16 @@ func runCluster(ctx context.Context, cfg Config, res *Results, note func(string,
 		}
 	}
 	return nil
+}
+
+// provenance says when, by which command and at which relay revision a scenario was measured:
+// a run of some scenarios keeps the others' numbers, which may come from another revision.
+func provenance(res *Results, cfg Config) string {
+	p := res.Started.Format("2006-01-02 15:04 UTC") + ", " + cfg.Command
+	for _, v := range res.Machine.Versions {
+		if v.Name == "relay" {
+			p += ", relay " + v.Value
+		}
+	}
+	return p
 }
