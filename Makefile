@@ -35,8 +35,10 @@ demo: tools
 ## alone), a raw client-go watch and a naive informer relay, on a real control plane and
 ## nats-server on loopback; writes docs/benchmarks.md (see hack/bench). The issue's sizes take
 ## about an hour on 2 cores; BENCH_FLAGS=-quick runs reduced sizes in a few minutes.
+# -trimpath: the profiles the bench saves name source files by module path, not by where the
+# repository happens to be checked out.
 bench: tools
-	$(GO) run ./hack/bench -invoked-as "make bench BENCH_FLAGS='$(BENCH_FLAGS)'" $(BENCH_FLAGS)
+	$(GO) run -trimpath ./hack/bench -invoked-as "make bench BENCH_FLAGS='$(BENCH_FLAGS)'" $(BENCH_FLAGS)
 
 vet:
 	$(GO) vet ./...
