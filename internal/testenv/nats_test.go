@@ -173,10 +173,15 @@ func TestNATSClusterSurvivesNodeLoss(t *testing.T) {
 	if err := leader.Kill(); err != nil {
 		t.Fatalf("kill leader: %v", err)
 	}
+	// Each attempt has a deadline of its own: a publish sent while the client reconnects or
+	// the remaining nodes elect a leader can go unanswered, and must not use up the whole wait.
 	pubCtx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	for i := 0; ; i++ {
-		_, err := js.Publish(pubCtx, "r3.after", []byte("y"))
+	for {
+		attempt, cancelAttempt := context.WithTimeout(pubCtx, 2*time.Second)
+		// The id makes a retry of an attempt that was stored after all a duplicate, not a 12th message.
+		_, err := js.Publish(attempt, "r3.after", []byte("y"), jetstream.WithMsgID("r3-after"))
+		cancelAttempt()
 		if err == nil {
 			break
 		}
