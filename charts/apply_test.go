@@ -28,14 +28,7 @@ func kubectl(t *testing.T, args ...string) (stdout, stderr string, err error) {
 	return o.String(), e.String(), err
 }
 
-func kubeClient(t *testing.T) *kubernetes.Clientset {
-	t.Helper()
-	cs, err := kubernetes.NewForConfig(env.Kube.RESTConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cs
-}
+func kubeClient(t *testing.T) *kubernetes.Clientset { return relaytest.Kube(t, env) }
 
 // ensureNamespace creates a namespace (if missing) that enforces the restricted Pod Security
 // Standard, so that the apiserver checks the chart's pod template against it.

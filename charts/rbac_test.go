@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -83,15 +82,7 @@ func TestRelayWithTheChartsServiceAccount(t *testing.T) {
 		t.Fatal(err)
 	}
 	ensureNamespace(t, cs, name+"-new")
-	nc, err := nats.Connect(env.NATS.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := relaytest.JetStream(t, env)
 	prefix := "kube." + vars["RELAY_CLUSTER"]
 	waitSubject(t, js, vars["RELAY_STREAM"], prefix+".core.v1.configmaps."+watched+".flowing.added")
 	waitSubject(t, js, vars["RELAY_STREAM"], prefix+".core.v1.namespaces._."+name+"-new.added")

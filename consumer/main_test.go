@@ -26,19 +26,7 @@ func TestMain(m *testing.M) {
 }
 
 // jsClient connects to the test bed's nats-server.
-func jsClient(t *testing.T) jetstream.JetStream {
-	t.Helper()
-	nc, err := nats.Connect(env.NATS.URL())
-	if err != nil {
-		t.Fatalf("connect: %v", err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return js
-}
+func jsClient(t *testing.T) jetstream.JetStream { return relaytest.JetStream(t, env) }
 
 // testStream creates a stream of the test's own over kube.<cluster>.>, as the relay would,
 // and returns its name and the cluster.

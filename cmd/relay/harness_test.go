@@ -17,8 +17,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
@@ -152,19 +150,7 @@ type received struct {
 	body    map[string]any
 }
 
-func jsClient(t *testing.T) jetstream.JetStream {
-	t.Helper()
-	nc, err := nats.Connect(env.NATS.URL())
-	if err != nil {
-		t.Fatalf("connect: %v", err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return js
-}
+func jsClient(t *testing.T) jetstream.JetStream { return relaytest.JetStream(t, env) }
 
 // readStream returns every message in the stream, in order; nil when it does not exist yet.
 func readStream(ctx context.Context, t *testing.T, js jetstream.JetStream, stream string) []received {
@@ -270,21 +256,10 @@ func waitCheckpoint(t *testing.T, js jetstream.JetStream, bucket, key string, co
 	return rv
 }
 
-func kubeClient(t *testing.T) *kubernetes.Clientset {
-	t.Helper()
-	cs, err := kubernetes.NewForConfig(env.Kube.RESTConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cs
-}
+func kubeClient(t *testing.T) *kubernetes.Clientset { return relaytest.Kube(t, env) }
 
 func createNamespace(t *testing.T, cs kubernetes.Interface, name string) {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	if _, err := cs.CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create namespace %s: %v", name, err)
-	}
+	relaytest.CreateNamespace(t, cs, name)
 }
 
 // byObject groups messages by namespace/name, in stream order.

@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -139,15 +138,7 @@ func TestEveryEventHandledOnceAcrossRestarts(t *testing.T) {
 	vars["RELAY_RESOURCES"] = "configmaps"
 	vars["RELAY_NAMESPACES"] = name
 	relay := relaytest.Start(t, relayBin, vars)
-	nc, err := nats.Connect(env.NATS.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := relaytest.JetStream(t, env)
 	relay.WaitWatching(t, js, name, 1)
 	stream, err := js.Stream(ctx, vars["RELAY_STREAM"])
 	if err != nil {

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -43,23 +42,13 @@ func TestMain(m *testing.M) {
 }
 
 // clientset returns an admin client of the test bed.
-func clientset(t *testing.T) kubernetes.Interface {
-	t.Helper()
-	cs, err := kubernetes.NewForConfig(env.Kube.RESTConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cs
-}
+func clientset(t *testing.T) kubernetes.Interface { return relaytest.Kube(t, env) }
 
 // createNamespace creates namespace name. The test deletes it itself when that is what it
 // tests; otherwise it goes at cleanup.
 func createNamespace(t *testing.T, cs kubernetes.Interface, name string) {
 	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	if _, err := cs.CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create namespace %s: %v", name, err)
-	}
+	relaytest.CreateNamespace(t, cs, name)
 	t.Cleanup(func() {
 		_ = cs.CoreV1().Namespaces().Delete(context.Background(), name, metav1.DeleteOptions{})
 	})
