@@ -77,9 +77,10 @@ func (in *intake) offer(ctx context.Context, obj object, t event.Type, origin ev
 			// The object leaves the index (and the mirror) without an event, so that a
 			// relist does not infer its delete later.
 			in.index.remove(key)
-			it := &item{key: key, index: withMetaID(in.src.record(key, "", ""), meta, "index"), rv: checkpointRV}
+			id := meta.ID()
+			it := &item{key: key, index: withID(in.src.record(key, "", ""), id, "index"), rv: checkpointRV}
 			if in.src.mirror != nil {
-				it.mirror = withMetaID(in.src.mirror.Record(meta, nil), meta, "mirror")
+				it.mirror = withID(in.src.mirror.Record(meta, nil), id, "mirror")
 			}
 			if it.current() == nil && checkpointRV == "" {
 				return nil
@@ -105,16 +106,17 @@ func (in *intake) shape(obj object) map[string]any {
 	return in.src.rules.Shape(obj.Object)
 }
 
-// withMetaID gives a record of a change that is not published the message id its event
-// would have had, suffixed by kind, so that a late duplicate is dropped (see withID).
-func withMetaID(record *nats.Msg, meta event.Meta, kind string) *nats.Msg {
+// withID gives a mirror or index record the message id of its change's event (published or
+// not), suffixed by kind, so that a copy delivered late after a reconnect is dropped by the
+// bucket's duplicate window instead of overwriting a newer value.
+func withID(record *nats.Msg, eventID, kind string) *nats.Msg {
 	if record == nil {
 		return nil
 	}
 	if record.Header == nil {
 		record.Header = nats.Header{}
 	}
-	record.Header.Set(nats.MsgIdHdr, meta.ID()+":"+kind)
+	record.Header.Set(nats.MsgIdHdr, eventID+":"+kind)
 	return record
 }
 

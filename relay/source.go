@@ -437,6 +437,7 @@ func (in *intake) change(ctx context.Context, obj object, typ watch.EventType) e
 // resourceVersion the checkpoint may move to once it is acked (empty for list items).
 func (in *intake) emitShaped(ctx context.Context, meta event.Meta, shaped, old map[string]any, body []byte, checkpointRV string, finalStateUnknown bool) error {
 	msg, mirror, omitted := in.src.message(meta, shaped, old, body, finalStateUnknown)
+	id := msg.Header.Get(nats.MsgIdHdr)
 	key := metaKey(meta)
 	var record *nats.Msg
 	if meta.Type == event.Deleted {
@@ -450,21 +451,7 @@ func (in *intake) emitShaped(ctx context.Context, meta event.Meta, shaped, old m
 	}
 	in.log.Debug().Str("type", string(meta.Type)).Str("origin", string(meta.Origin)).Str("key", key).
 		Str("rv", meta.ResourceVersion).Msg("event")
-	return in.send(ctx, &item{key: key, msg: msg, mirror: withID(mirror, msg, "mirror"), index: withID(record, msg, "index"), rv: checkpointRV})
-}
-
-// withID gives a mirror or index record a message id derived from its event's, so that a copy
-// delivered late after a reconnect is dropped by the bucket's duplicate window instead of
-// overwriting a newer value.
-func withID(record, ev *nats.Msg, kind string) *nats.Msg {
-	if record == nil || ev == nil {
-		return record
-	}
-	if record.Header == nil {
-		record.Header = nats.Header{}
-	}
-	record.Header.Set(nats.MsgIdHdr, ev.Header.Get(nats.MsgIdHdr)+":"+kind)
-	return record
+	return in.send(ctx, &item{key: key, msg: msg, mirror: withID(mirror, id, "mirror"), index: withID(record, id, "index"), rv: checkpointRV})
 }
 
 // emitUnpublished records obj in the durable index and the state mirror without publishing an
@@ -481,8 +468,14 @@ func (in *intake) emitUnpublished(ctx context.Context, obj object) error {
 	if in.cache != nil {
 		in.cache[key] = shaped
 	}
-	ev, mirror, _ := in.src.message(meta, shaped, nil, obj.body, false)
-	it := &item{key: key, mirror: withID(mirror, ev, "mirror"), index: withID(in.src.record(key, meta.UID, meta.ResourceVersion), ev, "index")}
+	id := meta.ID()
+	it := &item{key: key, index: withID(in.src.record(key, meta.UID, meta.ResourceVersion), id, "index")}
+	if in.src.mirror != nil {
+		// Only the mirror's record is wanted; the event is built because the record is
+		// derived from the same shaping and size limit.
+		_, mirror, _ := in.src.message(meta, shaped, nil, obj.body, false)
+		it.mirror = withID(mirror, id, "mirror")
+	}
 	if it.current() == nil {
 		return nil
 	}
@@ -508,9 +501,10 @@ func (in *intake) emitInferredDelete(ctx context.Context, key string, prev entry
 	}
 	v := in.src.rules.Decide(Change{Type: event.Deleted, Origin: event.Relist, Object: last, Old: old})
 	if !v.Publish {
-		it := &item{key: key, index: withMetaID(in.src.record(key, "", ""), meta, "index")}
+		id := meta.ID()
+		it := &item{key: key, index: withID(in.src.record(key, "", ""), id, "index")}
 		if in.src.mirror != nil {
-			it.mirror = withMetaID(in.src.mirror.Record(meta, nil), meta, "mirror")
+			it.mirror = withID(in.src.mirror.Record(meta, nil), id, "mirror")
 		}
 		if it.current() == nil {
 			return nil
