@@ -235,6 +235,13 @@ func (in *intake) list(ctx context.Context, origin event.Origin) (string, error)
 		total++
 		uid, rv := string(obj.GetUID()), obj.GetResourceVersion()
 		prev, had := known[key]
+		o := origin
+		if had && o == event.InitialSync {
+			// The index knows the object: a list cut short (an expired continue token, a
+			// restart before its end) or a run whose checkpoint is lost published it, so
+			// this is a difference against that, not part of an initial sync.
+			o = event.Relist
+		}
 		var t event.Type
 		switch {
 		case had && prev.UID == uid && prev.ResourceVersion == rv:
@@ -253,11 +260,17 @@ func (in *intake) list(ctx context.Context, origin event.Origin) (string, error)
 		default:
 			t = event.Added
 		}
-		if origin == event.InitialSync && !in.src.cfg.InitialSync {
+		if o == event.InitialSync && !in.src.cfg.InitialSync {
 			return in.emitUnpublished(ctx, obj)
 		}
+		if in.cache != nil {
+			// The history in between is gone: the state last seen is not the previous
+			// state of this change, so it carries none (oldObject null), as after a
+			// restart whose checkpoint has left the history.
+			delete(in.cache, key)
+		}
 		published++
-		return in.offer(ctx, obj, t, origin, "", had)
+		return in.offer(ctx, obj, t, o, "", had)
 	})
 	if err != nil {
 		return "", fmt.Errorf("list %s: %w", in.src.describe(), err)

@@ -1,0 +1,283 @@
+package relay
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/kube-nats-relay/kube-nats-relay/event"
+)
+
+// scriptedReader is a reader whose lists and watches a test scripts, like client-go's
+// reflector tests drive a ListWatch of funcs: list answers each List (calls counts them), and
+// each Watch takes the next watcher from watches, waiting for it.
+type scriptedReader struct {
+	list    func(call int, opts metav1.ListOptions) (*page, error)
+	watches chan watch.Interface
+
+	mu    sync.Mutex
+	calls int
+}
+
+func (r *scriptedReader) List(_ context.Context, opts metav1.ListOptions) (*page, error) {
+	r.mu.Lock()
+	r.calls++
+	call := r.calls
+	r.mu.Unlock()
+	return r.list(call, opts)
+}
+
+func (r *scriptedReader) Watch(ctx context.Context, _ metav1.ListOptions) (watch.Interface, error) {
+	select {
+	case w := <-r.watches:
+		return w, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// configMap is a ConfigMap of namespace ns with one data value.
+func configMap(ns, name, uid, rv, value string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{"data": map[string]any{"v": value}}}
+	u.SetAPIVersion("v1")
+	u.SetKind("ConfigMap")
+	u.SetNamespace(ns)
+	u.SetName(name)
+	u.SetUID(types.UID(uid))
+	u.SetResourceVersion(rv)
+	return u
+}
+
+// listOf is a list page holding objs at resourceVersion rv; cont is its continue token.
+func listOf(rv, cont string, objs ...*unstructured.Unstructured) *page {
+	p := &page{resourceVersion: rv, continueToken: cont}
+	for _, o := range objs {
+		p.items = append(p.items, object{Unstructured: o})
+	}
+	return p
+}
+
+// tooOld is the watch event the apiserver sends when a watch starts from a resourceVersion
+// that has left its history.
+func tooOld(rv string) watch.Event {
+	return watch.Event{Type: watch.Error, Object: &metav1.Status{
+		Status: metav1.StatusFailure, Code: 410, Reason: metav1.StatusReasonExpired,
+		Message: fmt.Sprintf("too old resource version: %s (%s)", rv, "100"),
+	}}
+}
+
+// scriptedWatch is a watch that delivers events, then stays open.
+func scriptedWatch(events ...watch.Event) watch.Interface {
+	w := watch.NewRaceFreeFake()
+	for _, ev := range events {
+		switch ev.Type {
+		case watch.Error:
+			w.Error(ev.Object)
+		case watch.Added:
+			w.Add(ev.Object)
+		case watch.Modified:
+			w.Modify(ev.Object)
+		case watch.Deleted:
+			w.Delete(ev.Object)
+		}
+	}
+	return w
+}
+
+// objectAndOldRules publish every change with the payload objectAndOld, as the filter
+// package's rules do for `payload: objectAndOld`.
+type objectAndOldRules struct{}
+
+func (objectAndOldRules) NeedsOld() bool                          { return true }
+func (objectAndOldRules) Shape(obj map[string]any) map[string]any { return obj }
+func (objectAndOldRules) Decide(Change) Verdict                   { return Verdict{Publish: true} }
+func (objectAndOldRules) Body(obj, old map[string]any) ([]byte, string, error) {
+	b, err := json.Marshal(map[string]any{"object": obj, "oldObject": old})
+	return b, event.PayloadObjectAndOld, err
+}
+
+// scriptedIntake is an intake of ConfigMaps reading through r, with its items collected.
+type scriptedIntake struct {
+	in  *intake
+	out chan *item
+}
+
+func newScriptedIntake(r reader, rules Rules) *scriptedIntake {
+	s := &Source{
+		cfg: SourceConfig{Cluster: "c", Prefix: "kube", InitialSync: true, Resource: Resource{
+			GroupVersionResource: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"},
+			Kind:                 "ConfigMap", Namespaced: true,
+		}},
+		client: r, index: newIndex(), now: time.Now, rules: rules,
+		nsClient: func(string) reader { return r },
+	}
+	out := make(chan *item, 1000)
+	return &scriptedIntake{in: &intake{src: s, out: out, index: s.index, log: zerolog.Nop()}, out: out}
+}
+
+// published is one event an intake queued.
+type published struct {
+	meta   event.Meta
+	header map[string][]string
+	body   map[string]any
+}
+
+func (p published) String() string {
+	return fmt.Sprintf("%s %s/%s rv=%s origin=%s", p.meta.Type, p.meta.Namespace, p.meta.Name, p.meta.ResourceVersion, p.meta.Origin)
+}
+
+// run runs the intake from checkpoint rv until it has queued n events, and returns them.
+func (s *scriptedIntake) run(t *testing.T, rv string, n int) []published {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = s.in.run(ctx, rv) }()
+	defer func() { cancel(); <-done }()
+	var got []published
+	deadline := time.After(30 * time.Second)
+	for len(got) < n {
+		select {
+		case it := <-s.out:
+			if it.msg == nil {
+				continue // a checkpoint mark, or an index record only
+			}
+			m, err := event.MetaFromHeader(it.msg.Header)
+			if err != nil {
+				t.Fatalf("event on %s: %v", it.msg.Subject, err)
+			}
+			p := published{meta: m, header: it.msg.Header}
+			if err := json.Unmarshal(it.msg.Data, &p.body); err != nil {
+				t.Fatalf("event %s: body: %v", p, err)
+			}
+			got = append(got, p)
+		case <-deadline:
+			t.Fatalf("got %d events, want %d: %v", len(got), n, got)
+		}
+	}
+	return got
+}
+
+func TestRelistChangesCarryNoPreviousState(t *testing.T) {
+	r := &scriptedReader{watches: make(chan watch.Interface, 2)}
+	r.list = func(call int, _ metav1.ListOptions) (*page, error) {
+		if call == 1 {
+			return listOf("10", "", configMap("ns", "a", "uid-a", "5", "one")), nil
+		}
+		// The relist after the 410: a changed twice meanwhile (nobody saw "two" at 12).
+		return listOf("20", "", configMap("ns", "a", "uid-a", "15", "three"), configMap("ns", "b", "uid-b", "16", "new")), nil
+	}
+	r.watches <- scriptedWatch(
+		watch.Event{Type: watch.Modified, Object: configMap("ns", "a", "uid-a", "11", "two")},
+		tooOld("11"),
+	)
+	s := newScriptedIntake(r, objectAndOldRules{})
+	got := s.run(t, "", 4)
+
+	want := []struct {
+		typ    event.Type
+		origin event.Origin
+		old    any // data.v of oldObject; nil for null
+	}{
+		{event.Added, event.InitialSync, nil},
+		{event.Modified, event.Live, "one"}, // the cache works on a live watch
+		{event.Modified, event.Relist, nil}, // the relist after the 410: the state seen last ("two") is not the previous one
+		{event.Added, event.Relist, nil},
+	}
+	for i, w := range want {
+		g := got[i]
+		if g.meta.Type != w.typ || g.meta.Origin != w.origin {
+			t.Fatalf("event %d: got %s, want %s with origin %s; all: %v", i, g, w.typ, w.origin, got)
+		}
+		var old any
+		if o, ok := g.body["oldObject"].(map[string]any); ok {
+			old = field(o, "data", "v")
+		} else if g.body["oldObject"] != nil {
+			t.Fatalf("event %d (%s): oldObject %v is neither an object nor null", i, g, g.body["oldObject"])
+		}
+		if old != w.old {
+			t.Errorf("event %d (%s): got oldObject with data.v %v, want %v", i, g, old, w.old)
+		}
+	}
+}
+
+func TestInitialSyncPublishesOnlyAdded(t *testing.T) {
+	tests := []struct {
+		name string
+		// index is what the durable index holds at the start (there is no checkpoint).
+		index map[string]entry
+		list  func(call int, opts metav1.ListOptions) (*page, error)
+		// want lists the events, in order, as type/name/origin.
+		want []string
+	}{
+		{
+			name: "a list restarted after its continue token expired",
+			list: func(call int, opts metav1.ListOptions) (*page, error) {
+				switch {
+				case call == 1:
+					return listOf("10", "token", configMap("ns", "a", "uid-a", "5", "one"), configMap("ns", "b", "uid-b", "6", "one")), nil
+				case opts.Continue == "token":
+					return nil, apierrors.NewResourceExpired("the provided continue parameter is too old")
+				}
+				return listOf("30", "", configMap("ns", "a", "uid-a", "25", "two"), configMap("ns", "b", "uid-b", "6", "one"),
+					configMap("ns", "c", "uid-c", "26", "one")), nil
+			},
+			want: []string{"added/a/initial-sync", "added/b/initial-sync", "modified/a/relist", "added/c/initial-sync"},
+		},
+		{
+			name: "an index left by a run whose checkpoint is lost",
+			index: map[string]entry{
+				"ns/a": {UID: "uid-a", ResourceVersion: "5"},
+				"ns/b": {UID: "uid-b", ResourceVersion: "6"},
+				"ns/d": {UID: "uid-d", ResourceVersion: "7"},
+				"ns/e": {UID: "uid-e-old", ResourceVersion: "8"},
+			},
+			list: func(int, metav1.ListOptions) (*page, error) {
+				return listOf("30", "", configMap("ns", "a", "uid-a", "25", "two"), configMap("ns", "b", "uid-b", "6", "one"),
+					configMap("ns", "c", "uid-c", "26", "one"), configMap("ns", "e", "uid-e-new", "27", "one")), nil
+			},
+			want: []string{"modified/a/relist", "added/c/initial-sync", "deleted/e/relist", "added/e/relist", "deleted/d/relist"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &scriptedReader{list: tt.list, watches: make(chan watch.Interface)}
+			s := newScriptedIntake(r, defaultRules{})
+			for k, e := range tt.index {
+				s.in.index.put(k, e)
+			}
+			got := s.run(t, "", len(tt.want))
+			for i, g := range got {
+				if g.meta.Origin == event.InitialSync && g.meta.Type != event.Added {
+					t.Errorf("event %d: got %s, want initial-sync events of type added only", i, g)
+				}
+				if s := fmt.Sprintf("%s/%s/%s", g.meta.Type, g.meta.Name, g.meta.Origin); s != tt.want[i] {
+					t.Errorf("event %d: got %s, want %s", i, s, tt.want[i])
+				}
+			}
+		})
+	}
+}
+
+// field reads a nested field of a decoded body.
+func field(obj map[string]any, path ...string) any {
+	var cur any = obj
+	for _, p := range path {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return nil
+		}
+		cur = m[p]
+	}
+	return cur
+}
