@@ -45,9 +45,7 @@ func (in *intake) offer(ctx context.Context, obj object, t event.Type, origin ev
 		if in.cache != nil {
 			delete(in.cache, key)
 		}
-		if in.dropped != nil {
-			in.dropped[ns] = true
-		}
+		in.noteDropped(ns)
 		in.src.note(NoteFilteredNamespace)
 		return in.markIf(ctx, checkpointRV)
 	}

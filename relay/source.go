@@ -66,6 +66,8 @@ type intake struct {
 	// namespace selected again is caught up even when its labels flapped back; nil without
 	// namespace label selection.
 	dropped map[string]bool
+	// droppedPruneAt is the size of dropped at which noteDropped next prunes it.
+	droppedPruneAt int
 }
 
 // errCatchUp ends a watch so that namespaces that became selected are caught up with no watch
