@@ -15,8 +15,8 @@
 //     type (Event.ID);
 //   - the subject is exactly the one those headers name under some valid prefix, which is
 //     returned in Event.Prefix;
-//   - k8s-body-omitted and k8s-final-state-unknown are read into BodyOmitted and
-//     FinalStateUnknown.
+//   - k8s-body-omitted, k8s-final-state-unknown and k8s-left-selection are read into
+//     BodyOmitted, FinalStateUnknown and LeftSelection.
 //
 // A message that fails these checks is not a relay event (or was altered): the error wraps
 // ErrInvalidEvent and the event package's sentinel for the cause, and the caller should

@@ -15,6 +15,9 @@ import (
 // finalStateUnknownValue is the only value the relay writes in k8s-final-state-unknown.
 const finalStateUnknownValue = "true"
 
+// leftSelectionValue is the only value the relay writes in k8s-left-selection.
+const leftSelectionValue = "true"
+
 // Event is one change of one Kubernetes object as the relay published it.
 //
 // The embedded event.Meta holds the facts of the subject and headers: Cluster, Group,
@@ -57,6 +60,10 @@ type Event struct {
 	// object vanished while nobody watched, so Object holds only apiVersion, kind and the
 	// name, namespace, uid and resourceVersion of the last state published.
 	FinalStateUnknown bool
+	// LeftSelection marks a deleted event of an object that still exists but stopped
+	// matching the relay's label or field selector: it left the relayed view, it was not
+	// deleted. Should it match again, it comes back as added.
+	LeftSelection bool
 }
 
 // Decode returns the Event a JetStream message carries, with its stream sequence and time.
@@ -112,6 +119,7 @@ func decode(subject string, h nats.Header, data []byte) (Event, error) {
 		Prefix:            prefix,
 		BodyOmitted:       h.Get(event.HeaderBodyOmitted),
 		FinalStateUnknown: h.Get(event.HeaderFinalStateUnknown) == finalStateUnknownValue,
+		LeftSelection:     h.Get(event.HeaderLeftSelection) == leftSelectionValue,
 	}
 	if r := h.Get(event.HeaderRedacted); r != "" {
 		e.Redacted = strings.Split(r, ",")

@@ -62,6 +62,9 @@ const (
 	// be the object's final state: a delete inferred by a relist carries only
 	// the last identity the relay published.
 	HeaderFinalStateUnknown = "k8s-final-state-unknown"
+	// HeaderLeftSelection, value "true", marks a deleted event of an object that still
+	// exists but stopped matching the source's label or field selector.
+	HeaderLeftSelection = "k8s-left-selection"
 	// HeaderPayload, when set, says the body is not the bare object but a JSON object
 	// wrapping it: PayloadObjectAndOld or PayloadObjectAndPatch.
 	HeaderPayload = "k8s-payload"

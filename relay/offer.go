@@ -40,6 +40,11 @@ func (in *intake) selected(ns string) bool {
 // of such an object is relayed even when its namespace is no longer selected, so that
 // consumers never keep an object that is gone. checkpointRV is as for emit.
 func (in *intake) offer(ctx context.Context, obj object, t event.Type, origin event.Origin, checkpointRV string, indexed bool) error {
+	return in.offerMarked(ctx, obj, t, origin, checkpointRV, indexed, eventMarks{})
+}
+
+// offerMarked is offer for a change whose event carries marks.
+func (in *intake) offerMarked(ctx context.Context, obj object, t event.Type, origin event.Origin, checkpointRV string, indexed bool, marks eventMarks) error {
 	key := objectKey(obj.Unstructured)
 	if ns := obj.GetNamespace(); !in.selected(ns) && (t != event.Deleted || !indexed) {
 		if in.cache != nil {
@@ -92,7 +97,7 @@ func (in *intake) offer(ctx context.Context, obj object, t event.Type, origin ev
 	} else {
 		in.index.put(key, entry{UID: meta.UID, ResourceVersion: meta.ResourceVersion})
 	}
-	return in.emitShaped(ctx, meta, shaped, old, obj.body, checkpointRV, false)
+	return in.emitShaped(ctx, meta, shaped, old, obj.body, checkpointRV, marks)
 }
 
 // shape returns obj as the rules publish it. An object read as is keeps its identity-only

@@ -142,7 +142,7 @@ func BenchmarkSourceMessage(b *testing.B) {
 	for b.Loop() {
 		md["managedFields"] = mf
 		meta := s.meta(obj, event.Modified, event.Live)
-		msg, _, omitted := s.message(meta, s.rules.Shape(obj.Object), nil, nil, false)
+		msg, _, omitted := s.message(meta, s.rules.Shape(obj.Object), nil, nil, eventMarks{})
 		if omitted {
 			b.Fatal("body omitted")
 		}
@@ -178,7 +178,7 @@ func BenchmarkAsReadMessage(b *testing.B) {
 			b.Fatal(err)
 		}
 		meta := s.meta(obj.Unstructured, event.Modified, event.Live)
-		msg, _, omitted := s.message(meta, obj.Object, nil, obj.body, false)
+		msg, _, omitted := s.message(meta, obj.Object, nil, obj.body, eventMarks{})
 		if omitted {
 			b.Fatal("body omitted")
 		}

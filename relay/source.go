@@ -279,7 +279,7 @@ func (in *intake) list(ctx context.Context, origin event.Origin) (string, error)
 	}
 	for key, prev := range known {
 		if _, ok := seen[key]; !ok {
-			if err := in.emitInferredDelete(ctx, key, prev); err != nil {
+			if err := in.emitVanished(ctx, key, prev); err != nil {
 				return "", err
 			}
 			published++
@@ -411,7 +411,7 @@ func (in *intake) watch(ctx context.Context, rv *string) (opened bool, err error
 				return true, fmt.Errorf("watch %s: unexpected object %T", in.src.describe(), ev.Object)
 			}
 			if err := in.change(ctx, obj, ev.Type); err != nil {
-				return true, nil
+				return true, err
 			}
 			*rv = obj.GetResourceVersion()
 		}
@@ -431,6 +431,7 @@ func (in *intake) change(ctx context.Context, obj object, typ watch.EventType) e
 		return in.mark(ctx, rv)
 	}
 	t := event.Modified
+	var marks eventMarks
 	switch typ {
 	case watch.Added:
 		t = event.Added
@@ -443,15 +444,24 @@ func (in *intake) change(ctx context.Context, obj object, typ watch.EventType) e
 		}
 	case watch.Deleted:
 		t = event.Deleted
+		if indexed || in.selected(obj.GetNamespace()) {
+			// Read before anything changes: on an error the watch ends before this event
+			// and the next one delivers it again.
+			left, err := in.leftSelection(ctx, obj)
+			if err != nil {
+				return err
+			}
+			marks.leftSelection = left
+		}
 	}
-	return in.offer(ctx, obj, t, event.Live, rv, indexed)
+	return in.offerMarked(ctx, obj, t, event.Live, rv, indexed, marks)
 }
 
 // emitShaped queues the event of a change that passed the rules; body is the object's JSON
 // read as is (nil: the rules encode shaped); checkpointRV is the
 // resourceVersion the checkpoint may move to once it is acked (empty for list items).
-func (in *intake) emitShaped(ctx context.Context, meta event.Meta, shaped, old map[string]any, body []byte, checkpointRV string, finalStateUnknown bool) error {
-	msg, mirror, omitted := in.src.message(meta, shaped, old, body, finalStateUnknown)
+func (in *intake) emitShaped(ctx context.Context, meta event.Meta, shaped, old map[string]any, body []byte, checkpointRV string, marks eventMarks) error {
+	msg, mirror, omitted := in.src.message(meta, shaped, old, body, marks)
 	id := msg.Header.Get(nats.MsgIdHdr)
 	key := metaKey(meta)
 	var record *nats.Msg
@@ -488,7 +498,7 @@ func (in *intake) emitUnpublished(ctx context.Context, obj object) error {
 	if in.src.mirror != nil {
 		// Only the mirror's record is wanted; the event is built because the record is
 		// derived from the same shaping and size limit.
-		_, mirror, _ := in.src.message(meta, shaped, nil, obj.body, false)
+		_, mirror, _ := in.src.message(meta, shaped, nil, obj.body, eventMarks{})
 		it.mirror = withID(mirror, id, "mirror")
 	}
 	if it.current() == nil {
@@ -497,10 +507,10 @@ func (in *intake) emitUnpublished(ctx context.Context, obj object) error {
 	return in.send(ctx, it)
 }
 
-// emitInferredDelete queues a DELETED for an object that vanished while nobody watched: its
-// last known identity, marked final-state-unknown. The rules' event-type filter and
+// emitInferredDeleteMarked queues a DELETED for an object that vanished while nobody watched:
+// its last known identity, with marks (final-state-unknown). The rules' event-type filter and
 // expression apply; namespace selection does not (the object was relayed).
-func (in *intake) emitInferredDelete(ctx context.Context, key string, prev entry) error {
+func (in *intake) emitInferredDeleteMarked(ctx context.Context, key string, prev entry, marks eventMarks) error {
 	obj := in.src.tombstone(key, prev)
 	in.index.remove(key)
 	var old map[string]any
@@ -527,7 +537,7 @@ func (in *intake) emitInferredDelete(ctx context.Context, key string, prev entry
 		return in.send(ctx, it)
 	}
 	in.log.Debug().Str("key", key).Str("uid", prev.UID).Msg("inferred delete")
-	return in.emitShaped(ctx, meta, obj.Object, old, nil, "", true)
+	return in.emitShaped(ctx, meta, obj.Object, old, nil, "", marks)
 }
 
 func (in *intake) mark(ctx context.Context, rv string) error {

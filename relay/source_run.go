@@ -388,10 +388,13 @@ func (s *Source) meta(obj *unstructured.Unstructured, t event.Type, origin event
 // its previous shaped state or nil; body, when not nil, is the object's JSON read as is and
 // published instead of encoding shaped), and the state mirror's record of it when the source is
 // mirrored.
-func (s *Source) message(meta event.Meta, shaped, old map[string]any, body []byte, finalStateUnknown bool) (msg, mirror *nats.Msg, omitted bool) {
+func (s *Source) message(meta event.Meta, shaped, old map[string]any, body []byte, marks eventMarks) (msg, mirror *nats.Msg, omitted bool) {
 	msg = &nats.Msg{Subject: meta.Subject(s.cfg.Prefix).String(), Header: meta.Header()}
-	if finalStateUnknown {
+	if marks.finalStateUnknown {
 		msg.Header.Set(event.HeaderFinalStateUnknown, "true")
+	}
+	if marks.leftSelection {
+		msg.Header.Set(event.HeaderLeftSelection, "true")
 	}
 	var payload string
 	var err error

@@ -291,6 +291,7 @@ type tailRecord struct {
 	ResourceVersion   string          `json:"resourceVersion"`
 	BodyOmitted       string          `json:"bodyOmitted,omitempty"`
 	FinalStateUnknown bool            `json:"finalStateUnknown,omitempty"`
+	LeftSelection     bool            `json:"leftSelection,omitempty"`
 	Object            json.RawMessage `json:"object,omitempty"`
 }
 
@@ -314,7 +315,8 @@ func (p tailPrinter) print(e consumer.Event) error {
 }
 
 // line is the text form of e: time, type, resource, namespace/name, resourceVersion, origin,
-// and a note when the body was left out or the final state is unknown.
+// and a note when the body was left out, the final state is unknown or the object left the
+// selection.
 func (p tailPrinter) line(e consumer.Event) string {
 	when := e.Time
 	if when.IsZero() {
@@ -339,6 +341,9 @@ func (p tailPrinter) line(e consumer.Event) string {
 	if e.FinalStateUnknown {
 		line += "  (final state unknown)"
 	}
+	if e.LeftSelection {
+		line += "  (left the selection)"
+	}
 	return line
 }
 
@@ -356,7 +361,7 @@ func record(e consumer.Event) tailRecord {
 		Type: e.Type, Origin: e.Origin, Cluster: e.Cluster, Group: e.Group, Version: e.Version,
 		Resource: e.Resource, Kind: e.Kind, Namespace: e.Namespace, Name: e.Name, UID: e.UID,
 		ResourceVersion: e.ResourceVersion, BodyOmitted: e.BodyOmitted,
-		FinalStateUnknown: e.FinalStateUnknown, Object: e.Object,
+		FinalStateUnknown: e.FinalStateUnknown, LeftSelection: e.LeftSelection, Object: e.Object,
 	}
 	if !e.Time.IsZero() {
 		t := e.Time

@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+	"testing"
+
+	"github.com/nats-io/nats.go/jetstream"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kube-nats-relay/kube-nats-relay/consumer"
+	"github.com/kube-nats-relay/kube-nats-relay/event"
+)
+
+// decodeSeq decodes the stream's message seq as a consumer does.
+func decodeSeq(t *testing.T, js jetstream.JetStream, stream string, seq uint64) consumer.Event {
+	t.Helper()
+	ctx := context.Background()
+	s, err := js.Stream(ctx, stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := s.GetMsg(ctx, seq)
+	if err != nil {
+		t.Fatalf("get message %d: %v", seq, err)
+	}
+	e, err := consumer.DecodeRaw(m)
+	if err != nil {
+		t.Fatalf("decode message %d: %v", seq, err)
+	}
+	return e
+}
+
+// mirrorNames lists the objects the state mirror holds for namespace ns.
+func mirrorNames(t *testing.T, js jetstream.JetStream, bucket, cluster, ns string) map[string]bool {
+	t.Helper()
+	ctx := context.Background()
+	kv, err := js.KeyValue(ctx, bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := kv.WatchFiltered(ctx, []string{event.MirrorFilter(cluster, "core", "configmaps", ns)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	names := map[string]bool{}
+	for e := range w.Updates() {
+		if e == nil {
+			break
+		}
+		if e.Operation() == jetstream.KeyValuePut {
+			n, _ := mirrorEntry(t, e)
+			names[n] = true
+		}
+	}
+	return names
+}
+
+// TestObjectLeavingTheSelectionIsMarked relays ConfigMaps with the label selector app!=skip:
+// a ConfigMap relabelled app=skip still exists, and its deleted event says it left the
+// selection; a deleted ConfigMap's event does not; the relabelled one comes back as added when
+// it matches again. The state mirror drops the object that left, like a deleted one.
+func TestObjectLeavingTheSelectionIsMarked(t *testing.T) {
+	ctx := context.Background()
+	name := testName(t)
+	cs := kubeClient(t)
+	createNamespace(t, cs, name)
+	cms := cs.CoreV1().ConfigMaps(name)
+	vars := relayVars(name)
+	vars["RELAY_RESOURCES"] = "configmaps"
+	vars["RELAY_NAMESPACES"] = name
+	vars["RELAY_LABEL_SELECTOR"] = "app!=skip"
+	vars["RELAY_MIRROR_RESOURCES"] = "configmaps"
+	vars["RELAY_MIRROR_BUCKET"] = name + "-mirror"
+	r := startRelay(t, vars)
+	js := jsClient(t)
+	stream := vars["RELAY_STREAM"]
+	waitOutput(t, r, `"watching"`)
+
+	web := map[string]string{"app": "web"}
+	createConfigMap(t, cs, name, "leaves", web, nil)
+	createConfigMap(t, cs, name, "deleted", web, nil)
+	createConfigMap(t, cs, name, "stays", web, nil)
+	waitFor(t, js, stream, "the three ConfigMaps", func(m []received) bool {
+		return hasKey(m, name, "leaves", event.Added) && hasKey(m, name, "deleted", event.Added) && hasKey(m, name, "stays", event.Added)
+	})
+
+	relabel := func(cmName string, labels map[string]string) {
+		t.Helper()
+		cm, err := cms.Get(ctx, cmName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cm.Labels = labels
+		if _, err := cms.Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+			t.Fatalf("relabel %s: %v", cmName, err)
+		}
+	}
+	relabel("leaves", map[string]string{"app": "skip"})
+	if err := cms.Delete(ctx, "deleted", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	msgs := waitFor(t, js, stream, "both deletes", func(m []received) bool {
+		return hasKey(m, name, "leaves", event.Deleted) && hasKey(m, name, "deleted", event.Deleted)
+	})
+	for _, n := range []string{"leaves", "deleted"} {
+		m := lastOf(t, msgs, name, n)
+		e := decodeSeq(t, js, stream, m.seq)
+		if want := n == "leaves"; e.LeftSelection != want || m.header.Get(event.HeaderLeftSelection) != map[bool]string{true: "true"}[want] {
+			t.Errorf("%s: got LeftSelection %v (header %q), want %v", m.subject, e.LeftSelection, m.header.Get(event.HeaderLeftSelection), want)
+		}
+		if e.Origin != event.Live || e.FinalStateUnknown {
+			t.Errorf("%s: got origin %s, final state unknown %v, want live and known", m.subject, e.Origin, e.FinalStateUnknown)
+		}
+	}
+	if _, err := cms.Get(ctx, "leaves", metav1.GetOptions{}); err != nil {
+		t.Fatalf("the relabelled ConfigMap: %v, want it to exist", err)
+	}
+	// The mirror is written before the event: both deletes are in it by now.
+	if got := mirrorNames(t, js, vars["RELAY_MIRROR_BUCKET"], name, name); got["leaves"] || got["deleted"] || !got["stays"] {
+		t.Errorf("mirror: got %v, want only stays", sortedKeys(got))
+	}
+
+	relabel("leaves", web)
+	msgs = waitFor(t, js, stream, "the ConfigMap back in the selection", func(m []received) bool {
+		return countOf(m, name, "leaves", event.Added) == 2
+	})
+	if got := types(byObject(msgs)[name+"/leaves"]); got != "added,deleted,added" {
+		t.Errorf("events of the relabelled ConfigMap: got %s, want added,deleted,added", got)
+	}
+	if m := lastOf(t, msgs, name, "leaves"); m.header.Get(event.HeaderLeftSelection) != "" || m.meta.Origin != event.Live {
+		t.Errorf("%s: got origin %s and %s %q, want a live added without the mark", m.subject, m.meta.Origin, event.HeaderLeftSelection, m.header.Get(event.HeaderLeftSelection))
+	}
+	r.stop(t)
+}

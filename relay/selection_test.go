@@ -1,0 +1,99 @@
+package relay
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/kube-nats-relay/kube-nats-relay/event"
+)
+
+func TestDeleteOfAnObjectStillThereIsMarkedAsLeavingTheSelection(t *testing.T) {
+	// What a read by name finds after the delete: a and d are still there with their uid (they
+	// left the selection), c was re-created under another uid, b and e are gone.
+	current := map[string]*unstructured.Unstructured{
+		"a": configMap("ns", "a", "uid-a", "30", "x"),
+		"c": configMap("ns", "c", "uid-c2", "31", "x"),
+		"d": configMap("ns", "d", "uid-d", "32", "x"),
+	}
+	tests := []struct {
+		name     string
+		selector string
+		// left lists the objects whose delete carries the mark.
+		left string
+	}{
+		{name: "a source with a label selector tells which objects left it", selector: "app!=skip", left: "a,d"},
+		{name: "a source without selector reads nothing and marks nothing", selector: "", left: ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var reads atomic.Int32
+			r := &scriptedReader{watches: make(chan watch.Interface, 2)}
+			r.list = func(call int, opts metav1.ListOptions) (*page, error) {
+				if name, ok := strings.CutPrefix(opts.FieldSelector, "metadata.name="); ok {
+					reads.Add(1)
+					if opts.LabelSelector != "" {
+						t.Errorf("read by name with label selector %q, want none", opts.LabelSelector)
+					}
+					if cm, ok := current[name]; ok {
+						return listOf("40", "", cm), nil
+					}
+					return listOf("40", ""), nil
+				}
+				if opts.LabelSelector != tt.selector {
+					t.Errorf("list with label selector %q, want %q", opts.LabelSelector, tt.selector)
+				}
+				if call == 1 {
+					var objs []*unstructured.Unstructured
+					for i, n := range []string{"a", "b", "c", "d", "e"} {
+						objs = append(objs, configMap("ns", n, "uid-"+n, fmt.Sprint(i+1), "x"))
+					}
+					return listOf("10", "", objs...), nil
+				}
+				return listOf("20", ""), nil // the relist: d and e are no longer selected
+			}
+			r.watches <- scriptedWatch(
+				watch.Event{Type: watch.Deleted, Object: configMap("ns", "a", "uid-a", "11", "x")},
+				watch.Event{Type: watch.Deleted, Object: configMap("ns", "b", "uid-b", "12", "x")},
+				watch.Event{Type: watch.Deleted, Object: configMap("ns", "c", "uid-c", "13", "x")},
+				tooOld("13"),
+			)
+			s := newScriptedIntake(r, defaultRules{})
+			s.in.src.cfg.LabelSelector = tt.selector
+			got := s.run(t, "", 10)
+
+			var left []string
+			for _, g := range got[5:] {
+				if g.meta.Type != event.Deleted {
+					t.Fatalf("got %s, want deletes after the initial sync", g)
+				}
+				if g.header[event.HeaderLeftSelection] != nil {
+					left = append(left, g.meta.Name)
+					if v := g.header[event.HeaderLeftSelection]; len(v) != 1 || v[0] != "true" {
+						t.Errorf("%s: got %s %q, want \"true\"", g, event.HeaderLeftSelection, v)
+					}
+				}
+				if inferred := g.meta.Name == "d" || g.meta.Name == "e"; inferred != (g.meta.Origin == event.Relist) ||
+					inferred != (g.header[event.HeaderFinalStateUnknown] != nil) {
+					t.Errorf("%s: got origin %s, %s %q", g, g.meta.Origin, event.HeaderFinalStateUnknown, g.header[event.HeaderFinalStateUnknown])
+				}
+			}
+			slices.Sort(left)
+			if got := strings.Join(left, ","); got != tt.left {
+				t.Errorf("deletes marked as leaving the selection: got %q, want %q", got, tt.left)
+			}
+			if tt.selector == "" && reads.Load() != 0 {
+				t.Errorf("got %d reads by name, want none without a selector", reads.Load())
+			}
+			if _, indexed := s.in.index.get("ns/a"); indexed {
+				t.Errorf("index: still holds ns/a, which left the selection")
+			}
+		})
+	}
+}
