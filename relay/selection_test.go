@@ -1,12 +1,14 @@
 package relay
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
@@ -95,5 +97,42 @@ func TestDeleteOfAnObjectStillThereIsMarkedAsLeavingTheSelection(t *testing.T) {
 				t.Errorf("index: still holds ns/a, which left the selection")
 			}
 		})
+	}
+}
+
+func TestFailedReadAfterADeleteReopensTheWatchBeforeIt(t *testing.T) {
+	var reads atomic.Int32
+	r := &scriptedReader{watches: make(chan watch.Interface, 2)}
+	r.list = func(call int, opts metav1.ListOptions) (*page, error) {
+		if opts.FieldSelector == "" {
+			return listOf("10", "", configMap("ns", "a", "uid-a", "5", "x"), configMap("ns", "b", "uid-b", "6", "x")), nil
+		}
+		if reads.Add(1) == 1 {
+			return nil, apierrors.NewInternalError(errors.New("etcd leader changed"))
+		}
+		return listOf("40", "", configMap("ns", "a", "uid-a", "30", "x")), nil
+	}
+	// The first watch delivers a change of b, then the delete of a, whose read fails; the
+	// apiserver delivers that delete again to a watch from b's change.
+	deleteA := watch.Event{Type: watch.Deleted, Object: configMap("ns", "a", "uid-a", "12", "x")}
+	r.watches <- scriptedWatch(watch.Event{Type: watch.Modified, Object: configMap("ns", "b", "uid-b", "11", "y")}, deleteA)
+	r.watches <- scriptedWatch(deleteA)
+	s := newScriptedIntake(r, defaultRules{})
+	s.in.src.cfg.LabelSelector = "app!=skip"
+	got := s.run(t, "", 4)
+
+	if g := got[3]; g.meta.Type != event.Deleted || g.meta.Name != "a" || g.header[event.HeaderLeftSelection] == nil {
+		t.Errorf("got %s (%s %q), want the delete of a, marked as leaving the selection", g, event.HeaderLeftSelection, g.header[event.HeaderLeftSelection])
+	}
+	r.mu.Lock()
+	from := r.watchedFrom
+	r.mu.Unlock()
+	if len(from) < 2 || from[0] != "10" || from[1] != "11" {
+		t.Errorf("watches from: got %v, want [10 11 ...]: the second from the change before the delete", from)
+	}
+	for _, g := range got[:3] {
+		if g.meta.Type == event.Deleted {
+			t.Errorf("got %s before the read succeeded", g)
+		}
 	}
 }

@@ -28,6 +28,8 @@ type scriptedReader struct {
 
 	mu    sync.Mutex
 	calls int
+	// watchedFrom lists the resourceVersion of every Watch, in order.
+	watchedFrom []string
 }
 
 func (r *scriptedReader) List(_ context.Context, opts metav1.ListOptions) (*page, error) {
@@ -38,7 +40,10 @@ func (r *scriptedReader) List(_ context.Context, opts metav1.ListOptions) (*page
 	return r.list(call, opts)
 }
 
-func (r *scriptedReader) Watch(ctx context.Context, _ metav1.ListOptions) (watch.Interface, error) {
+func (r *scriptedReader) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	r.mu.Lock()
+	r.watchedFrom = append(r.watchedFrom, opts.ResourceVersion)
+	r.mu.Unlock()
 	select {
 	case w := <-r.watches:
 		return w, nil
