@@ -266,9 +266,9 @@ func (in *intake) list(ctx context.Context, origin event.Origin) (string, error)
 			return in.emitUnpublished(ctx, obj)
 		}
 		if in.cache != nil {
-			// The history in between is gone: the state last seen is not the previous
-			// state of this change, so it carries none (oldObject null), as after a
-			// restart whose checkpoint has left the history.
+			// The states in between are gone and the one seen last may be several
+			// changes old: the change carries no previous state (oldObject null), as
+			// after a restart whose checkpoint has left the history.
 			delete(in.cache, key)
 		}
 		published++
