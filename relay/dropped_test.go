@@ -11,13 +11,13 @@ import (
 	"github.com/kube-nats-relay/kube-nats-relay/event"
 )
 
-// labelRules select the namespaces labelled relay=yes.
-type labelRules struct{}
+// scriptedLabelRules select the namespaces labelled relay=yes.
+type scriptedLabelRules struct{}
 
-func (labelRules) Namespace(_ string, labels map[string]string) bool { return labels["relay"] == "yes" }
+func (scriptedLabelRules) Namespace(_ string, labels map[string]string) bool { return labels["relay"] == "yes" }
 
 // namespaceObject is a Namespace as the label tracker receives it.
-func namespaceObject(name string, labels map[string]string) *unstructured.Unstructured {
+func scriptedNamespace(name string, labels map[string]string) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{Object: map[string]any{}}
 	u.SetAPIVersion("v1")
 	u.SetKind("Namespace")
@@ -31,25 +31,25 @@ func TestDroppedNamespacesStayBoundedUnderNamespaceChurn(t *testing.T) {
 	ctx := context.Background()
 	ns := NewNamespaces(nil)
 	s := newScriptedIntake(&scriptedReader{watches: make(chan watch.Interface)}, defaultRules{})
-	s.in.src.WithNamespaceRules(labelRules{}, ns)
+	s.in.src.WithNamespaceRules(scriptedLabelRules{}, ns)
 	s.in.dropped = make(map[string]bool)
 	unselected := map[string]string{"relay": "no"}
 
 	// A namespace that lives on, with a dropped change: it must stay recorded, so that it is
 	// caught up should its labels flap back to selected.
-	ns.set(namespaceObject("lasting", unselected))
-	if err := s.in.offer(ctx, object{Unstructured: configMap("lasting", "cm", "uid-l", "1", "x")}, event.Added, event.Live, "", false); err != nil {
+	ns.set(scriptedNamespace("lasting", unselected))
+	if err := s.in.offer(ctx, object{Unstructured: scriptedConfigMap("lasting", "cm", "uid-l", "1", "x")}, event.Added, event.Live, "", false); err != nil {
 		t.Fatal(err)
 	}
 	largest := 0
 	for i := range churn {
 		name := fmt.Sprintf("ns-%d", i)
-		ns.set(namespaceObject(name, unselected))
-		obj := object{Unstructured: configMap(name, "cm", fmt.Sprintf("uid-%d", i), fmt.Sprint(i+2), "x")}
+		ns.set(scriptedNamespace(name, unselected))
+		obj := object{Unstructured: scriptedConfigMap(name, "cm", fmt.Sprintf("uid-%d", i), fmt.Sprint(i+2), "x")}
 		if err := s.in.offer(ctx, obj, event.Added, event.Live, "", false); err != nil {
 			t.Fatal(err)
 		}
-		ns.remove(namespaceObject(name, nil))
+		ns.remove(scriptedNamespace(name, nil))
 		largest = max(largest, len(s.in.dropped))
 	}
 	if limit := 2 * droppedPruneMin; largest > limit {

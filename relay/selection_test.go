@@ -20,9 +20,9 @@ func TestDeleteOfAnObjectStillThereIsMarkedAsLeavingTheSelection(t *testing.T) {
 	// What a read by name finds after the delete: a and d are still there with their uid (they
 	// left the selection), c was re-created under another uid, b and e are gone.
 	current := map[string]*unstructured.Unstructured{
-		"a": configMap("ns", "a", "uid-a", "30", "x"),
-		"c": configMap("ns", "c", "uid-c2", "31", "x"),
-		"d": configMap("ns", "d", "uid-d", "32", "x"),
+		"a": scriptedConfigMap("ns", "a", "uid-a", "30", "x"),
+		"c": scriptedConfigMap("ns", "c", "uid-c2", "31", "x"),
+		"d": scriptedConfigMap("ns", "d", "uid-d", "32", "x"),
 	}
 	tests := []struct {
 		name     string
@@ -44,9 +44,9 @@ func TestDeleteOfAnObjectStillThereIsMarkedAsLeavingTheSelection(t *testing.T) {
 						t.Errorf("read by name with label selector %q, want none", opts.LabelSelector)
 					}
 					if cm, ok := current[name]; ok {
-						return listOf("40", "", cm), nil
+						return scriptedPage("40", "", cm), nil
 					}
-					return listOf("40", ""), nil
+					return scriptedPage("40", ""), nil
 				}
 				if opts.LabelSelector != tt.selector {
 					t.Errorf("list with label selector %q, want %q", opts.LabelSelector, tt.selector)
@@ -54,17 +54,17 @@ func TestDeleteOfAnObjectStillThereIsMarkedAsLeavingTheSelection(t *testing.T) {
 				if call == 1 {
 					var objs []*unstructured.Unstructured
 					for i, n := range []string{"a", "b", "c", "d", "e"} {
-						objs = append(objs, configMap("ns", n, "uid-"+n, fmt.Sprint(i+1), "x"))
+						objs = append(objs, scriptedConfigMap("ns", n, "uid-"+n, fmt.Sprint(i+1), "x"))
 					}
-					return listOf("10", "", objs...), nil
+					return scriptedPage("10", "", objs...), nil
 				}
-				return listOf("20", ""), nil // the relist: d and e are no longer selected
+				return scriptedPage("20", ""), nil // the relist: d and e are no longer selected
 			}
 			r.watches <- scriptedWatch(
-				watch.Event{Type: watch.Deleted, Object: configMap("ns", "a", "uid-a", "11", "x")},
-				watch.Event{Type: watch.Deleted, Object: configMap("ns", "b", "uid-b", "12", "x")},
-				watch.Event{Type: watch.Deleted, Object: configMap("ns", "c", "uid-c", "13", "x")},
-				tooOld("13"),
+				watch.Event{Type: watch.Deleted, Object: scriptedConfigMap("ns", "a", "uid-a", "11", "x")},
+				watch.Event{Type: watch.Deleted, Object: scriptedConfigMap("ns", "b", "uid-b", "12", "x")},
+				watch.Event{Type: watch.Deleted, Object: scriptedConfigMap("ns", "c", "uid-c", "13", "x")},
+				scriptedTooOld("13"),
 			)
 			s := newScriptedIntake(r, defaultRules{})
 			s.in.src.cfg.LabelSelector = tt.selector
@@ -105,17 +105,17 @@ func TestFailedReadAfterADeleteReopensTheWatchBeforeIt(t *testing.T) {
 	r := &scriptedReader{watches: make(chan watch.Interface, 2)}
 	r.list = func(call int, opts metav1.ListOptions) (*page, error) {
 		if opts.FieldSelector == "" {
-			return listOf("10", "", configMap("ns", "a", "uid-a", "5", "x"), configMap("ns", "b", "uid-b", "6", "x")), nil
+			return scriptedPage("10", "", scriptedConfigMap("ns", "a", "uid-a", "5", "x"), scriptedConfigMap("ns", "b", "uid-b", "6", "x")), nil
 		}
 		if reads.Add(1) == 1 {
 			return nil, apierrors.NewInternalError(errors.New("etcd leader changed"))
 		}
-		return listOf("40", "", configMap("ns", "a", "uid-a", "30", "x")), nil
+		return scriptedPage("40", "", scriptedConfigMap("ns", "a", "uid-a", "30", "x")), nil
 	}
 	// The first watch delivers a change of b, then the delete of a, whose read fails; the
 	// apiserver delivers that delete again to a watch from b's change.
-	deleteA := watch.Event{Type: watch.Deleted, Object: configMap("ns", "a", "uid-a", "12", "x")}
-	r.watches <- scriptedWatch(watch.Event{Type: watch.Modified, Object: configMap("ns", "b", "uid-b", "11", "y")}, deleteA)
+	deleteA := watch.Event{Type: watch.Deleted, Object: scriptedConfigMap("ns", "a", "uid-a", "12", "x")}
+	r.watches <- scriptedWatch(watch.Event{Type: watch.Modified, Object: scriptedConfigMap("ns", "b", "uid-b", "11", "y")}, deleteA)
 	r.watches <- scriptedWatch(deleteA)
 	s := newScriptedIntake(r, defaultRules{})
 	s.in.src.cfg.LabelSelector = "app!=skip"

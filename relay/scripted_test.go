@@ -53,7 +53,7 @@ func (r *scriptedReader) Watch(ctx context.Context, opts metav1.ListOptions) (wa
 }
 
 // configMap is a ConfigMap of namespace ns with one data value.
-func configMap(ns, name, uid, rv, value string) *unstructured.Unstructured {
+func scriptedConfigMap(ns, name, uid, rv, value string) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{Object: map[string]any{"data": map[string]any{"v": value}}}
 	u.SetAPIVersion("v1")
 	u.SetKind("ConfigMap")
@@ -65,7 +65,7 @@ func configMap(ns, name, uid, rv, value string) *unstructured.Unstructured {
 }
 
 // listOf is a list page holding objs at resourceVersion rv; cont is its continue token.
-func listOf(rv, cont string, objs ...*unstructured.Unstructured) *page {
+func scriptedPage(rv, cont string, objs ...*unstructured.Unstructured) *page {
 	p := &page{resourceVersion: rv, continueToken: cont}
 	for _, o := range objs {
 		p.items = append(p.items, object{Unstructured: o})
@@ -75,7 +75,7 @@ func listOf(rv, cont string, objs ...*unstructured.Unstructured) *page {
 
 // tooOld is the watch event the apiserver sends when a watch starts from a resourceVersion
 // that has left its history.
-func tooOld(rv string) watch.Event {
+func scriptedTooOld(rv string) watch.Event {
 	return watch.Event{Type: watch.Error, Object: &metav1.Status{
 		Status: metav1.StatusFailure, Code: 410, Reason: metav1.StatusReasonExpired,
 		Message: fmt.Sprintf("too old resource version: %s (%s)", rv, "100"),
@@ -100,14 +100,14 @@ func scriptedWatch(events ...watch.Event) watch.Interface {
 	return w
 }
 
-// objectAndOldRules publish every change with the payload objectAndOld, as the filter
+// scriptedObjectAndOldRules publish every change with the payload objectAndOld, as the filter
 // package's rules do for `payload: objectAndOld`.
-type objectAndOldRules struct{}
+type scriptedObjectAndOldRules struct{}
 
-func (objectAndOldRules) NeedsOld() bool                          { return true }
-func (objectAndOldRules) Shape(obj map[string]any) map[string]any { return obj }
-func (objectAndOldRules) Decide(Change) Verdict                   { return Verdict{Publish: true} }
-func (objectAndOldRules) Body(obj, old map[string]any) ([]byte, string, error) {
+func (scriptedObjectAndOldRules) NeedsOld() bool                          { return true }
+func (scriptedObjectAndOldRules) Shape(obj map[string]any) map[string]any { return obj }
+func (scriptedObjectAndOldRules) Decide(Change) Verdict                   { return Verdict{Publish: true} }
+func (scriptedObjectAndOldRules) Body(obj, old map[string]any) ([]byte, string, error) {
 	b, err := json.Marshal(map[string]any{"object": obj, "oldObject": old})
 	return b, event.PayloadObjectAndOld, err
 }
@@ -131,25 +131,25 @@ func newScriptedIntake(r reader, rules Rules) *scriptedIntake {
 	return &scriptedIntake{in: &intake{src: s, out: out, index: s.index, log: zerolog.Nop()}, out: out}
 }
 
-// published is one event an intake queued.
-type published struct {
+// queued is one event an intake queued.
+type queued struct {
 	meta   event.Meta
 	header map[string][]string
 	body   map[string]any
 }
 
-func (p published) String() string {
+func (p queued) String() string {
 	return fmt.Sprintf("%s %s/%s rv=%s origin=%s", p.meta.Type, p.meta.Namespace, p.meta.Name, p.meta.ResourceVersion, p.meta.Origin)
 }
 
 // run runs the intake from checkpoint rv until it has queued n events, and returns them.
-func (s *scriptedIntake) run(t *testing.T, rv string, n int) []published {
+func (s *scriptedIntake) run(t *testing.T, rv string, n int) []queued {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = s.in.run(ctx, rv) }()
 	defer func() { cancel(); <-done }()
-	var got []published
+	var got []queued
 	deadline := time.After(30 * time.Second)
 	for len(got) < n {
 		select {
@@ -161,7 +161,7 @@ func (s *scriptedIntake) run(t *testing.T, rv string, n int) []published {
 			if err != nil {
 				t.Fatalf("event on %s: %v", it.msg.Subject, err)
 			}
-			p := published{meta: m, header: it.msg.Header}
+			p := queued{meta: m, header: it.msg.Header}
 			if err := json.Unmarshal(it.msg.Data, &p.body); err != nil {
 				t.Fatalf("event %s: body: %v", p, err)
 			}
@@ -177,16 +177,16 @@ func TestRelistChangesCarryNoPreviousState(t *testing.T) {
 	r := &scriptedReader{watches: make(chan watch.Interface, 2)}
 	r.list = func(call int, _ metav1.ListOptions) (*page, error) {
 		if call == 1 {
-			return listOf("10", "", configMap("ns", "a", "uid-a", "5", "one")), nil
+			return scriptedPage("10", "", scriptedConfigMap("ns", "a", "uid-a", "5", "one")), nil
 		}
 		// The relist after the 410: a changed twice meanwhile (nobody saw "two" at 12).
-		return listOf("20", "", configMap("ns", "a", "uid-a", "15", "three"), configMap("ns", "b", "uid-b", "16", "new")), nil
+		return scriptedPage("20", "", scriptedConfigMap("ns", "a", "uid-a", "15", "three"), scriptedConfigMap("ns", "b", "uid-b", "16", "new")), nil
 	}
 	r.watches <- scriptedWatch(
-		watch.Event{Type: watch.Modified, Object: configMap("ns", "a", "uid-a", "11", "two")},
-		tooOld("11"),
+		watch.Event{Type: watch.Modified, Object: scriptedConfigMap("ns", "a", "uid-a", "11", "two")},
+		scriptedTooOld("11"),
 	)
-	s := newScriptedIntake(r, objectAndOldRules{})
+	s := newScriptedIntake(r, scriptedObjectAndOldRules{})
 	got := s.run(t, "", 4)
 
 	want := []struct {
@@ -206,7 +206,7 @@ func TestRelistChangesCarryNoPreviousState(t *testing.T) {
 		}
 		var old any
 		if o, ok := g.body["oldObject"].(map[string]any); ok {
-			old = field(o, "data", "v")
+			old = bodyField(o, "data", "v")
 		} else if g.body["oldObject"] != nil {
 			t.Fatalf("event %d (%s): oldObject %v is neither an object nor null", i, g, g.body["oldObject"])
 		}
@@ -230,12 +230,12 @@ func TestInitialSyncPublishesOnlyAdded(t *testing.T) {
 			list: func(call int, opts metav1.ListOptions) (*page, error) {
 				switch {
 				case call == 1:
-					return listOf("10", "token", configMap("ns", "a", "uid-a", "5", "one"), configMap("ns", "b", "uid-b", "6", "one")), nil
+					return scriptedPage("10", "token", scriptedConfigMap("ns", "a", "uid-a", "5", "one"), scriptedConfigMap("ns", "b", "uid-b", "6", "one")), nil
 				case opts.Continue == "token":
 					return nil, apierrors.NewResourceExpired("the provided continue parameter is too old")
 				}
-				return listOf("30", "", configMap("ns", "a", "uid-a", "25", "two"), configMap("ns", "b", "uid-b", "6", "one"),
-					configMap("ns", "c", "uid-c", "26", "one")), nil
+				return scriptedPage("30", "", scriptedConfigMap("ns", "a", "uid-a", "25", "two"), scriptedConfigMap("ns", "b", "uid-b", "6", "one"),
+					scriptedConfigMap("ns", "c", "uid-c", "26", "one")), nil
 			},
 			want: []string{"added/a/initial-sync", "added/b/initial-sync", "modified/a/relist", "added/c/initial-sync"},
 		},
@@ -248,8 +248,8 @@ func TestInitialSyncPublishesOnlyAdded(t *testing.T) {
 				"ns/e": {UID: "uid-e-old", ResourceVersion: "8"},
 			},
 			list: func(int, metav1.ListOptions) (*page, error) {
-				return listOf("30", "", configMap("ns", "a", "uid-a", "25", "two"), configMap("ns", "b", "uid-b", "6", "one"),
-					configMap("ns", "c", "uid-c", "26", "one"), configMap("ns", "e", "uid-e-new", "27", "one")), nil
+				return scriptedPage("30", "", scriptedConfigMap("ns", "a", "uid-a", "25", "two"), scriptedConfigMap("ns", "b", "uid-b", "6", "one"),
+					scriptedConfigMap("ns", "c", "uid-c", "26", "one"), scriptedConfigMap("ns", "e", "uid-e-new", "27", "one")), nil
 			},
 			want: []string{"modified/a/relist", "added/c/initial-sync", "deleted/e/relist", "added/e/relist", "deleted/d/relist"},
 		},
@@ -275,7 +275,7 @@ func TestInitialSyncPublishesOnlyAdded(t *testing.T) {
 }
 
 // field reads a nested field of a decoded body.
-func field(obj map[string]any, path ...string) any {
+func bodyField(obj map[string]any, path ...string) any {
 	var cur any = obj
 	for _, p := range path {
 		m, ok := cur.(map[string]any)
