@@ -14,7 +14,9 @@ import (
 // scriptedLabelRules select the namespaces labelled relay=yes.
 type scriptedLabelRules struct{}
 
-func (scriptedLabelRules) Namespace(_ string, labels map[string]string) bool { return labels["relay"] == "yes" }
+func (scriptedLabelRules) Namespace(_ string, labels map[string]string) bool {
+	return labels["relay"] == "yes"
+}
 
 // namespaceObject is a Namespace as the label tracker receives it.
 func scriptedNamespace(name string, labels map[string]string) *unstructured.Unstructured {
