@@ -11,8 +11,8 @@ import (
 	"github.com/kube-nats-relay/kube-nats-relay/event"
 )
 
-// decodeSeq decodes the stream's message seq as a consumer does.
-func decodeSeq(t *testing.T, js jetstream.JetStream, stream string, seq uint64) consumer.Event {
+// consumerEventAt decodes the stream's message seq as a consumer does.
+func consumerEventAt(t *testing.T, js jetstream.JetStream, stream string, seq uint64) consumer.Event {
 	t.Helper()
 	ctx := context.Background()
 	s, err := js.Stream(ctx, stream)
@@ -30,8 +30,8 @@ func decodeSeq(t *testing.T, js jetstream.JetStream, stream string, seq uint64) 
 	return e
 }
 
-// mirrorNames lists the objects the state mirror holds for namespace ns.
-func mirrorNames(t *testing.T, js jetstream.JetStream, bucket, cluster, ns string) map[string]bool {
+// mirroredConfigMaps lists the objects the state mirror holds for namespace ns.
+func mirroredConfigMaps(t *testing.T, js jetstream.JetStream, bucket, cluster, ns string) map[string]bool {
 	t.Helper()
 	ctx := context.Background()
 	kv, err := js.KeyValue(ctx, bucket)
@@ -105,7 +105,7 @@ func TestObjectLeavingTheSelectionIsMarked(t *testing.T) {
 	})
 	for _, n := range []string{"leaves", "deleted"} {
 		m := lastOf(t, msgs, name, n)
-		e := decodeSeq(t, js, stream, m.seq)
+		e := consumerEventAt(t, js, stream, m.seq)
 		if want := n == "leaves"; e.LeftSelection != want || m.header.Get(event.HeaderLeftSelection) != map[bool]string{true: "true"}[want] {
 			t.Errorf("%s: got LeftSelection %v (header %q), want %v", m.subject, e.LeftSelection, m.header.Get(event.HeaderLeftSelection), want)
 		}
@@ -117,7 +117,7 @@ func TestObjectLeavingTheSelectionIsMarked(t *testing.T) {
 		t.Fatalf("the relabelled ConfigMap: %v, want it to exist", err)
 	}
 	// The mirror is written before the event: both deletes are in it by now.
-	if got := mirrorNames(t, js, vars["RELAY_MIRROR_BUCKET"], name, name); got["leaves"] || got["deleted"] || !got["stays"] {
+	if got := mirroredConfigMaps(t, js, vars["RELAY_MIRROR_BUCKET"], name, name); got["leaves"] || got["deleted"] || !got["stays"] {
 		t.Errorf("mirror: got %v, want only stays", sortedKeys(got))
 	}
 
