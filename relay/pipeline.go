@@ -2,6 +2,7 @@ package relay
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -68,6 +69,9 @@ type item struct {
 	index *nats.Msg
 	// step counts the steps (mirror, msg, index) acked so far.
 	step int
+	// mirrorReduced is set once the mirror record was replaced by the object's identity
+	// after the bucket refused the state as too large.
+	mirrorReduced bool
 	// rv is the resourceVersion the checkpoint may move to once this item and every earlier
 	// one are done; empty for items that do not move it (objects of a list, whose
 	// resourceVersions are not in order).
@@ -159,8 +163,9 @@ type pipeline struct {
 	// onRetry is called for every failed publish attempt before its retry (for logging).
 	onRetry func(it *item, err error)
 	// onRefused, when set, is called for a step NATS refused for good (see Refusal), before
-	// the pipeline moves on: reference is set when the event is sent again without its
-	// body; otherwise the step is given up (undeliverable).
+	// the pipeline moves on: reference is set when the step is sent again reduced (the
+	// event without its body, the mirror record as the object's identity); otherwise the
+	// step is given up (undeliverable).
 	onRefused func(it *item, step Step, why Refusal, err error, reference bool)
 	// denials, when set, fails a publish the server refused with a permissions violation
 	// at once, instead of when its ack times out.
@@ -415,14 +420,23 @@ func (p *pipeline) run(ctx context.Context, stop <-chan struct{}) error {
 }
 
 // refused handles a step NATS refused for good and reports whether it has a step to send
-// next. An event refused as too large goes out again as its reference (no body); any other
-// refusal gives the step up as undeliverable. After a refused mirror record the event still
+// next. An event refused as too large goes out again as its reference (no body), a mirror
+// record as the object's identity; any other refusal gives the step up as undeliverable. After a refused mirror record the event still
 // goes out; after a refused event the index is not written (it records only what was
 // published, so a relist after a restart offers the object again); a refused index record
 // ends the item. Either way the item is done once nothing is left to send, and the changes
 // of its object that wait behind it follow in order.
 func (p *pipeline) refused(it *item, why Refusal, err error) bool {
 	step := it.currentStep()
+	if step == StepMirror && why == RefusedTooLarge && !it.mirrorReduced {
+		if ref, ok := identityState(it.msg); ok {
+			it.mirror.Data, it.mirrorReduced = ref, true
+			if p.onRefused != nil {
+				p.onRefused(it, step, why, err, true)
+			}
+			return true
+		}
+	}
 	if step == StepEvent && why == RefusedTooLarge && len(it.msg.Data) > 0 {
 		reason := event.BodyOmittedStreamLimit
 		if errors.Is(err, nats.ErrMaxPayload) {
@@ -447,6 +461,25 @@ func (p *pipeline) refused(it *item, why Refusal, err error) bool {
 		return it.current() != nil
 	}
 	return false
+}
+
+// identityState returns the state mirror's record of an object too large for its bucket:
+// its identity read from the event's headers (apiVersion, kind, namespace, name, uid,
+// resourceVersion), as the mirror keeps for an object over max_payload.
+func identityState(msg *nats.Msg) ([]byte, bool) {
+	if msg == nil {
+		return nil, false
+	}
+	meta, err := event.MetaFromHeader(msg.Header)
+	if err != nil {
+		return nil, false
+	}
+	metadata := map[string]any{"name": meta.Name, "uid": meta.UID, "resourceVersion": meta.ResourceVersion}
+	if meta.Namespace != "" {
+		metadata["namespace"] = meta.Namespace
+	}
+	b, err := json.Marshal(map[string]any{"apiVersion": meta.APIVersion(), "kind": meta.Kind, "metadata": metadata})
+	return b, err == nil
 }
 
 // backoff returns the wait before attempt n+1: doubling from retryBackoffMin, capped.

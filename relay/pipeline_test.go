@@ -2,6 +2,7 @@ package relay
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -510,4 +511,41 @@ func TestDenialsFailThePublishInFlightAtOnce(t *testing.T) {
 	}
 	b.ack()
 	waitCheckpoint(t, r.ck, "2")
+}
+
+func TestPipelineRecordsTheIdentityOfAnObjectTheMirrorRefuses(t *testing.T) {
+	r, refusals := startRefusingPipeline(t, 10)
+	meta := event.Meta{Cluster: "c", Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespace: "ns", Name: "big",
+		UID: "u-1", ResourceVersion: "7", Type: event.Added, Origin: event.Live}
+	it := &item{key: "ns/big", msg: &nats.Msg{Subject: "ev", Header: meta.Header()}, rv: "7",
+		mirror: &nats.Msg{Subject: "mirror.big", Data: []byte(`{"data":"` + strings.Repeat("x", 100) + `"}`)}}
+	r.p.in <- it
+	tooLarge := apiError(jetstream.JSErrCodeStreamMessageExceedsMaximum, "message size exceeds maximum allowed")
+	r.next(t).fail(tooLarge)
+	if got := nextRefusal(t, refusals); !got.reference || got.step != StepMirror {
+		t.Fatalf("refusal: got %+v, want the mirror record reduced", got)
+	}
+	ref := r.next(t)
+	var state struct {
+		Kind     string `json:"kind"`
+		Metadata struct{ Namespace, Name, UID, ResourceVersion string }
+	}
+	if err := json.Unmarshal(ref.msg.Data, &state); err != nil {
+		t.Fatalf("reduced mirror record %q: %v", ref.msg.Data, err)
+	}
+	if state.Kind != "ConfigMap" || state.Metadata.Name != "big" || state.Metadata.Namespace != "ns" ||
+		state.Metadata.UID != "u-1" || state.Metadata.ResourceVersion != "7" {
+		t.Errorf("reduced mirror record: got %s, want the object's identity", ref.msg.Data)
+	}
+	// Refused even so: given up; the event still goes out.
+	ref.fail(tooLarge)
+	if got := nextRefusal(t, refusals); got.reference || got.step != StepMirror {
+		t.Fatalf("second refusal: got %+v, want the mirror record given up", got)
+	}
+	ev := r.next(t)
+	if ev.msg.Subject != "ev" {
+		t.Fatalf("publish: got %s, want the event", ev.msg.Subject)
+	}
+	ev.ack()
+	waitCheckpoint(t, r.ck, "7")
 }

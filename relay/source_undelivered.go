@@ -56,7 +56,12 @@ func (s *Source) onRefused(log zerolog.Logger) func(it *item, step Step, why Ref
 	return func(it *item, step Step, why Refusal, err error, reference bool) {
 		uid, rv := it.identity()
 		subject := it.current().Subject
-		if reference {
+		switch {
+		case reference && step == StepMirror:
+			log.Warn().Err(err).Str("key", it.key).Str("uid", uid).Str("rv", rv).Str("subject", subject).
+				Str("reason", string(why)).Msg("state mirror refused the object, recording its identity only")
+			return
+		case reference:
 			log.Warn().Err(err).Str("key", it.key).Str("uid", uid).Str("rv", rv).Str("subject", subject).
 				Str("reason", string(why)).Msg("event refused with its body, publishing a reference without body")
 			return
