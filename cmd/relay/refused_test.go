@@ -15,8 +15,10 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kube-nats-relay/kube-nats-relay/event"
 	"github.com/kube-nats-relay/kube-nats-relay/internal/testenv"
@@ -360,4 +362,50 @@ func createBucket(t *testing.T, js jetstream.JetStream, cfg jetstream.KeyValueCo
 	if _, err := js.CreateKeyValue(ctx, cfg); err != nil {
 		t.Fatalf("create bucket %s: %v", cfg.Bucket, err)
 	}
+}
+
+func TestNameTooLongForAControlLineNeverStopsTheRelay(t *testing.T) {
+	ctx := context.Background()
+	name := testName(t)
+	cs := kubeClient(t)
+	createNamespace(t, cs, name)
+	vars := relayVars(name)
+	vars["RELAY_RESOURCES"] = "rolebindings.rbac.authorization.k8s.io"
+	vars["RELAY_NAMESPACES"] = name
+	r := startRelay(t, vars)
+	addr := healthAddr(t, r)
+	waitOutput(t, r, `"message":"watching"`)
+
+	// RBAC names have no length limit: this one makes a subject longer than nats-server's
+	// 4 KiB control line, which the server answers by closing the connection.
+	long := strings.Repeat("a", 4100)
+	rbs := cs.RbacV1().RoleBindings(name)
+	for _, n := range []string{long, "after"} {
+		rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: n},
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "view"}}
+		if _, err := rbs.Create(ctx, rb, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	js := jsClient(t)
+	waitFor(t, js, vars["RELAY_STREAM"], "the next object's event", func(m []received) bool {
+		return len(byObject(m)[name+"/after"]) == 1
+	})
+	// The long name went out under a bounded subject, or was given up as undeliverable.
+	series := `kube_nats_relay_undeliverable_total{reason="subject-too-long",resource="rolebindings.rbac.authorization.k8s.io",step="event"}`
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		if v, _ := metricValue(scrape(t, addr), series); v >= 1 {
+			return true, nil
+		}
+		return len(byObject(readStream(ctx, t, js, vars["RELAY_STREAM"]))[name+"/"+long]) == 1, nil
+	})
+	if err != nil {
+		t.Fatalf("the long-named RoleBinding was neither published nor reported undeliverable")
+	}
+	select {
+	case <-r.done:
+		t.Fatalf("relay exited: %v", r.err)
+	default:
+	}
+	r.stop(t)
 }
