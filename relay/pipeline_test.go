@@ -549,3 +549,23 @@ func TestPipelineRecordsTheIdentityOfAnObjectTheMirrorRefuses(t *testing.T) {
 	ev.ack()
 	waitCheckpoint(t, r.ck, "7")
 }
+
+func TestDeniedSubjectReadsOnlyPublishViolations(t *testing.T) {
+	tests := []struct {
+		name, text, want string
+		ok               bool
+	}{
+		{"publish", `nats: permissions violation: Permissions Violation for Publish to "kube.c.core.v1.configmaps.ns.a.added"`, "kube.c.core.v1.configmaps.ns.a.added", true},
+		{"quoted characters", `nats: permissions violation: Permissions Violation for Publish to "kube.c.x\"y"`, `kube.c.x"y`, true},
+		{"reply", `nats: permissions violation: Permissions Violation for Publish with Reply of "_INBOX.abc"`, "", false},
+		{"subscription", `nats: permissions violation: Permissions Violation for Subscription to "kube.>"`, "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := deniedSubject(tt.text)
+			if got != tt.want || ok != tt.ok {
+				t.Errorf("deniedSubject: got %q, %v; want %q, %v", got, ok, tt.want, tt.ok)
+			}
+		})
+	}
+}
