@@ -249,24 +249,6 @@ func (p *pipeline) run(ctx context.Context, stop <-chan struct{}) error {
 		backingOff = make(map[*item]bool)
 	)
 	defer p.exited.Store(true)
-	retire := func() {
-		last, urgent := "", false
-		n := 0
-		for ; n < len(pending) && pending[n].done; n++ {
-			if pending[n].rv != "" {
-				last = pending[n].rv
-				urgent = urgent || pending[n].urgent
-			}
-		}
-		if n == 0 {
-			return
-		}
-		clear(pending[:n])
-		pending = pending[n:]
-		if last != "" {
-			p.advance(last, urgent)
-		}
-	}
 	send := func(it *item) {
 		inflight++
 		it.sent = time.Now()
@@ -294,6 +276,24 @@ func (p *pipeline) run(ctx context.Context, stop <-chan struct{}) error {
 				results <- result{it: it, err: err}
 			}
 		}()
+	}
+	retire := func() {
+		last, urgent := "", false
+		n := 0
+		for ; n < len(pending) && pending[n].done; n++ {
+			if pending[n].rv != "" {
+				last = pending[n].rv
+				urgent = urgent || pending[n].urgent
+			}
+		}
+		if n == 0 {
+			return
+		}
+		clear(pending[:n])
+		pending = pending[n:]
+		if last != "" {
+			p.advance(last, urgent)
+		}
 	}
 	// finish marks it done, sends the next change of its object and retires what is done.
 	finish := func(it *item) {
