@@ -113,6 +113,9 @@ func openTTLBucket(ctx context.Context, js jetstream.JetStream, bucket, descript
 	if s, ok := status.(*jetstream.KeyValueBucketStatus); ok && !s.StreamInfo().Config.AllowMsgTTL {
 		return nil, fmt.Errorf("%w: bucket %s exists without per-message TTL (create it with a limit marker TTL, nats-server 2.11 or later)", ErrBucketUnusable, bucket)
 	}
+	if err := checkLimits(ctx, kv, bucket, smallestRecord(), true); err != nil {
+		return nil, err
+	}
 	return kv, nil
 }
 

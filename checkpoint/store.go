@@ -19,7 +19,8 @@ var (
 	// ErrConflict means the key was written by another writer since this store last saw it.
 	// It has a Conflict method, so callers can recognise it without importing this package.
 	ErrConflict error = conflictError{}
-	// ErrBucketUnusable means an existing bucket cannot hold checkpoints.
+	// ErrBucketUnusable means an existing bucket cannot hold checkpoints (or index records,
+	// or mirror states): its settings refuse every write of some kind.
 	ErrBucketUnusable = errors.New("checkpoint bucket unusable")
 	// ErrInvalidKey means a key has characters a KV key cannot hold.
 	ErrInvalidKey = errors.New("invalid checkpoint key")
@@ -76,6 +77,9 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Store, erro
 	}
 	if err != nil {
 		return nil, fmt.Errorf("open checkpoint bucket %s: %w", cfg.Bucket, err)
+	}
+	if err := checkLimits(ctx, kv, cfg.Bucket, smallestCheckpoint(), false); err != nil {
+		return nil, err
 	}
 	return &Store{kv: kv, writer: newWriterID(), revisions: make(map[string]uint64)}, nil
 }

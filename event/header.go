@@ -88,6 +88,10 @@ const (
 	// BodyOmittedOversize is the HeaderBodyOmitted value for a body larger
 	// than the server's max_payload.
 	BodyOmittedOversize = "oversize"
+	// BodyOmittedStreamLimit is the HeaderBodyOmitted value for an event the stream
+	// refused with its body (larger than the stream's max_msg_size): the relay sent it again
+	// without.
+	BodyOmittedStreamLimit = "stream-limit"
 	// PayloadObjectAndOld is the HeaderPayload value of a body {"object": ..., "oldObject":
 	// ...}: the new state and the previous one (null when the relay did not know it).
 	PayloadObjectAndOld = "object+old"

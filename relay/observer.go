@@ -23,7 +23,8 @@ type Observer interface {
 type Publication struct {
 	Type   event.Type
 	Origin event.Origin
-	// Oversize is set when the event went out without its body (larger than max_payload).
+	// Oversize is set when the event went out without its body: larger than the server's
+	// max_payload, or refused with it by the stream (max_msg_size).
 	Oversize bool
 	// Duplicate is set when JetStream dropped the event as a repeat of an id inside the
 	// stream's duplicate window: a replay nobody sees twice.
@@ -33,6 +34,19 @@ type Publication struct {
 	// Lag is the time from the change's receipt (watch event or list page) to this ack,
 	// buffering and retries included.
 	Lag time.Duration
+}
+
+// Undelivered is a step of a change NATS refused for good (see Refusal): the relay gave it
+// up and moved on.
+type Undelivered struct {
+	Step   Step
+	Reason Refusal
+}
+
+// UndeliveredObserver is an Observer that also counts undelivered steps; a source's
+// observer is asked for it with a type assertion.
+type UndeliveredObserver interface {
+	Undelivered(u Undelivered)
 }
 
 // Note is an occurrence an Observer counts.
@@ -105,7 +119,7 @@ func (p *pipeline) observe(it *item, ack *jetstream.PubAck, sent time.Time) {
 	pub := Publication{
 		Type:     typeOf(it.msg),
 		Origin:   event.Origin(it.msg.Header.Get(event.HeaderOrigin)),
-		Oversize: it.msg.Header.Get(event.HeaderBodyOmitted) == event.BodyOmittedOversize,
+		Oversize: oversize(it.msg.Header.Get(event.HeaderBodyOmitted)),
 		RTT:      now.Sub(sent),
 	}
 	if ack != nil {
@@ -115,6 +129,18 @@ func (p *pipeline) observe(it *item, ack *jetstream.PubAck, sent time.Time) {
 		pub.Lag = now.Sub(it.received)
 	}
 	p.obs.Published(pub)
+}
+
+// oversize reports whether a body-omitted reason says the body was too large.
+func oversize(omitted string) bool {
+	return omitted == event.BodyOmittedOversize || omitted == event.BodyOmittedStreamLimit
+}
+
+// undelivered reports u to the pipeline's observer, if it counts them.
+func (p *pipeline) undelivered(u Undelivered) {
+	if o, ok := p.obs.(UndeliveredObserver); ok {
+		o.Undelivered(u)
+	}
 }
 
 // note reports n to the pipeline's observer, if any.

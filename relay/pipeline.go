@@ -2,7 +2,10 @@ package relay
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,7 +22,29 @@ const (
 	// spin while NATS is down for minutes.
 	retryBackoffMin = 100 * time.Millisecond
 	retryBackoffMax = 5 * time.Second
+
+	// maxControlLine is nats-server's default max_control_line: the server closes the
+	// connection of a client whose PUB/HPUB arguments (subject, reply, sizes) are longer. The
+	// client cannot learn the configured value, so the relay holds to the default.
+	maxControlLine = 4096
+	// asyncReplyMax bounds the reply subject the JetStream client adds to an asynchronous
+	// publish: "_INBOX." and two 6-character tokens (20 bytes), with room for a custom inbox
+	// prefix.
+	asyncReplyMax = 64
 )
+
+// Step names a step of an item: the state mirror's record, the event, the index record.
+type Step string
+
+// The steps, in the order they are published.
+const (
+	StepMirror Step = "mirror"
+	StepEvent  Step = "event"
+	StepIndex  Step = "index"
+)
+
+// Steps lists every Step, for metrics that create their series up front.
+var Steps = []Step{StepMirror, StepEvent, StepIndex}
 
 // Publisher sends a message to JetStream asynchronously; jetstream.JetStream satisfies it.
 type Publisher interface {
@@ -44,6 +69,9 @@ type item struct {
 	index *nats.Msg
 	// step counts the steps (mirror, msg, index) acked so far.
 	step int
+	// mirrorReduced is set once the mirror record was replaced by the object's identity
+	// after the bucket refused the state as too large.
+	mirrorReduced bool
 	// rv is the resourceVersion the checkpoint may move to once this item and every earlier
 	// one are done; empty for items that do not move it (objects of a list, whose
 	// resourceVersions are not in order).
@@ -76,6 +104,39 @@ func (it *item) current() *nats.Msg {
 	return nil
 }
 
+// currentStep names the step in progress; "" when every step is done.
+func (it *item) currentStep() Step {
+	switch m := it.current(); {
+	case m == nil:
+		return ""
+	case m == it.mirror:
+		return StepMirror
+	case m == it.msg:
+		return StepEvent
+	}
+	return StepIndex
+}
+
+// fitsControlLine reports whether msg's HPUB arguments (subject, the JetStream reply, header
+// and total sizes) stay within the server's control line limit.
+func fitsControlLine(msg *nats.Msg) bool {
+	hdr := 0
+	if len(msg.Header) > 0 {
+		hdr = headerSize(msg.Header)
+	}
+	n := len(msg.Subject) + 1 + asyncReplyMax + 1 + len(strconv.Itoa(hdr)) + 1 + len(strconv.Itoa(hdr+len(msg.Data)))
+	return n <= maxControlLine
+}
+
+// omitBody turns the event msg into its reference: same subject and headers, no body, and
+// the reason in the body-omitted header.
+func omitBody(msg *nats.Msg, reason string) {
+	msg.Data = nil
+	msg.Header.Del(event.HeaderPayload)
+	msg.Header.Del(event.HeaderRedacted)
+	msg.Header.Set(event.HeaderBodyOmitted, reason)
+}
+
 type result struct {
 	it  *item
 	ack *jetstream.PubAck
@@ -101,6 +162,14 @@ type pipeline struct {
 	advance func(rv string, urgent bool)
 	// onRetry is called for every failed publish attempt before its retry (for logging).
 	onRetry func(it *item, err error)
+	// onRefused, when set, is called for a step NATS refused for good (see Refusal), before
+	// the pipeline moves on: reference is set when the step is sent again reduced (the
+	// event without its body, the mirror record as the object's identity); otherwise the
+	// step is given up (undeliverable).
+	onRefused func(it *item, step Step, why Refusal, err error, reference bool)
+	// denials, when set, fails a publish the server refused with a permissions violation
+	// at once, instead of when its ack times out.
+	denials *Denials
 	// obs, when set, is told about acks, failures and retries.
 	obs Observer
 
@@ -183,16 +252,27 @@ func (p *pipeline) run(ctx context.Context, stop <-chan struct{}) error {
 	send := func(it *item) {
 		inflight++
 		it.sent = time.Now()
-		fut, err := p.pub.PublishMsgAsync(it.current())
+		msg := it.current()
+		if !fitsControlLine(msg) {
+			// The server would close the connection: never send it.
+			results <- result{it: it, err: fmt.Errorf("%w: %d bytes", errSubjectTooLong, len(msg.Subject))}
+			return
+		}
+		denied, cancel := p.denials.watch(msg.Subject)
+		fut, err := p.pub.PublishMsgAsync(msg)
 		if err != nil {
+			cancel()
 			results <- result{it: it, err: err}
 			return
 		}
 		go func() {
+			defer cancel()
 			select {
 			case ack := <-fut.Ok():
 				results <- result{it: it, ack: ack}
 			case err := <-fut.Err():
+				results <- result{it: it, err: err}
+			case err := <-denied:
 				results <- result{it: it, err: err}
 			}
 		}()
@@ -214,6 +294,19 @@ func (p *pipeline) run(ctx context.Context, stop <-chan struct{}) error {
 		if last != "" {
 			p.advance(last, urgent)
 		}
+	}
+	// finish marks it done, sends the next change of its object and retires what is done.
+	finish := func(it *item) {
+		it.done = true
+		q := objects[it.key]
+		if len(q.waiting) > 0 && !stopping {
+			next := q.waiting[0]
+			q.waiting = q.waiting[1:]
+			send(next)
+		} else {
+			delete(objects, it.key)
+		}
+		retire()
 	}
 	for {
 		p.held.Store(int64(len(pending)))
@@ -259,20 +352,26 @@ func (p *pipeline) run(ctx context.Context, stop <-chan struct{}) error {
 			send(it)
 
 		case r := <-results:
-			p.noteResult(r.err)
+			why := refusalOf(r.err)
+			if why == "" {
+				p.noteResult(r.err)
+			}
 			if r.err != nil {
 				p.note(NotePublishFailed)
 				if stopping {
 					inflight--
 					continue
 				}
-				r.it.attempts++
-				if errors.Is(r.err, nats.ErrMaxPayload) && r.it.current() == r.it.msg && len(r.it.msg.Data) > 0 {
-					// The server's limit is lower than when the message was built (another
-					// node, a changed max_payload): send the reference without body.
-					r.it.msg.Data = nil
-					r.it.msg.Header.Set(event.HeaderBodyOmitted, event.BodyOmittedOversize)
+				if why != "" {
+					inflight--
+					if p.refused(r.it, why, r.err) {
+						send(r.it)
+					} else {
+						finish(r.it)
+					}
+					continue
 				}
+				r.it.attempts++
 				if p.onRetry != nil {
 					p.onRetry(r.it, r.err)
 				}
@@ -294,16 +393,7 @@ func (p *pipeline) run(ctx context.Context, stop <-chan struct{}) error {
 				send(r.it)
 				continue
 			}
-			r.it.done = true
-			q := objects[r.it.key]
-			if len(q.waiting) > 0 && !stopping {
-				next := q.waiting[0]
-				q.waiting = q.waiting[1:]
-				send(next)
-			} else {
-				delete(objects, r.it.key)
-			}
-			retire()
+			finish(r.it)
 
 		case it := <-retries:
 			if !backingOff[it] {
@@ -327,6 +417,69 @@ func (p *pipeline) run(ctx context.Context, stop <-chan struct{}) error {
 			return ctx.Err()
 		}
 	}
+}
+
+// refused handles a step NATS refused for good and reports whether it has a step to send
+// next. An event refused as too large goes out again as its reference (no body), a mirror
+// record as the object's identity; any other refusal gives the step up as undeliverable. After a refused mirror record the event still
+// goes out; after a refused event the index is not written (it records only what was
+// published, so a relist after a restart offers the object again); a refused index record
+// ends the item. Either way the item is done once nothing is left to send, and the changes
+// of its object that wait behind it follow in order.
+func (p *pipeline) refused(it *item, why Refusal, err error) bool {
+	step := it.currentStep()
+	if step == StepMirror && why == RefusedTooLarge && !it.mirrorReduced {
+		if ref, ok := identityState(it.msg); ok {
+			it.mirror.Data, it.mirrorReduced = ref, true
+			if p.onRefused != nil {
+				p.onRefused(it, step, why, err, true)
+			}
+			return true
+		}
+	}
+	if step == StepEvent && why == RefusedTooLarge && len(it.msg.Data) > 0 {
+		reason := event.BodyOmittedStreamLimit
+		if errors.Is(err, nats.ErrMaxPayload) {
+			// The server's limit is lower than when the message was built (another
+			// node, a changed max_payload).
+			reason = event.BodyOmittedOversize
+		}
+		omitBody(it.msg, reason)
+		it.attempts = 0
+		if p.onRefused != nil {
+			p.onRefused(it, step, why, err, true)
+		}
+		return true
+	}
+	if p.onRefused != nil {
+		p.onRefused(it, step, why, err, false)
+	}
+	p.undelivered(Undelivered{Step: step, Reason: why})
+	it.attempts = 0
+	if step == StepMirror {
+		it.step++
+		return it.current() != nil
+	}
+	return false
+}
+
+// identityState returns the state mirror's record of an object too large for its bucket:
+// its identity read from the event's headers (apiVersion, kind, namespace, name, uid,
+// resourceVersion), as the mirror keeps for an object over max_payload.
+func identityState(msg *nats.Msg) ([]byte, bool) {
+	if msg == nil {
+		return nil, false
+	}
+	meta, err := event.MetaFromHeader(msg.Header)
+	if err != nil {
+		return nil, false
+	}
+	metadata := map[string]any{"name": meta.Name, "uid": meta.UID, "resourceVersion": meta.ResourceVersion}
+	if meta.Namespace != "" {
+		metadata["namespace"] = meta.Namespace
+	}
+	b, err := json.Marshal(map[string]any{"apiVersion": meta.APIVersion(), "kind": meta.Kind, "metadata": metadata})
+	return b, err == nil
 }
 
 // backoff returns the wait before attempt n+1: doubling from retryBackoffMin, capped.

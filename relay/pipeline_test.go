@@ -2,13 +2,19 @@ package relay
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/kube-nats-relay/kube-nats-relay/event"
 )
 
 // fakeFuture is a publish whose outcome the test decides.
@@ -280,4 +286,286 @@ func TestPipelineWritesMirrorBeforeEvent(t *testing.T) {
 		f.ack()
 	}
 	waitCheckpoint(t, r.ck, "1")
+}
+
+// refusedStep is one call of the pipeline's onRefused.
+type refusedStep struct {
+	subject   string
+	step      Step
+	why       Refusal
+	reference bool
+}
+
+// recordRefusals makes r's pipeline report refused steps to the returned channel.
+func recordRefusals(r *pipelineRun) chan refusedStep {
+	ch := make(chan refusedStep, 100)
+	r.p.onRefused = func(it *item, step Step, why Refusal, _ error, reference bool) {
+		ch <- refusedStep{subject: it.current().Subject, step: step, why: why, reference: reference}
+	}
+	return ch
+}
+
+// nextRefusal returns the next refused step reported on ch.
+func nextRefusal(t *testing.T, ch chan refusedStep) refusedStep {
+	t.Helper()
+	select {
+	case r := <-ch:
+		return r
+	case <-time.After(5 * time.Second):
+		t.Fatal("no refusal within 5s")
+		return refusedStep{}
+	}
+}
+
+// startRefusingPipeline is startPipeline with onRefused recorded before the run starts.
+func startRefusingPipeline(t *testing.T, maxOutstanding int) (*pipelineRun, chan refusedStep) {
+	t.Helper()
+	r := &pipelineRun{pub: &fakePublisher{sent: make(chan *fakeFuture, 100)}, ck: &checkpoints{}, stop: make(chan struct{}), done: make(chan error, 1)}
+	r.p = newPipeline(r.pub, 100, maxOutstanding, r.ck.advance, nil)
+	refusals := recordRefusals(r)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go func() { r.done <- r.p.run(ctx, r.stop) }()
+	return r, refusals
+}
+
+func apiError(code jetstream.ErrorCode, desc string) error {
+	return &jetstream.APIError{Code: 400, ErrorCode: code, Description: desc}
+}
+
+func TestRefusalOfTellsPermanentFromTransient(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want Refusal
+	}{
+		{"stream max_msg_size", apiError(jetstream.JSErrCodeStreamMessageExceedsMaximum, "message size exceeds maximum allowed"), RefusedTooLarge},
+		{"header over 64k", apiError(10097, "header size exceeds maximum allowed of 64k"), RefusedTooLarge},
+		{"store message too large", apiError(10077, "message too large"), RefusedTooLarge},
+		{"client max_payload", nats.ErrMaxPayload, RefusedTooLarge},
+		{"wrapped client max_payload", fmt.Errorf("publish: %w", nats.ErrMaxPayload), RefusedTooLarge},
+		{"permissions violation", fmt.Errorf("%w for publish to %q", ErrPublishDenied, "kube.a"), RefusedDenied},
+		{"per-subject limit with discard new", apiError(10077, "maximum messages per subject exceeded"), RefusedSubjectFull},
+		{"control line", fmt.Errorf("%w: 5000 bytes", errSubjectTooLong), RefusedSubjectTooLong},
+		{"invalid subject", nats.ErrBadSubject, RefusedBadSubject},
+		{"rollup not allowed", apiError(10111, "rollup not permitted"), RefusedRejected},
+		{"message TTL disabled", apiError(10166, "per-message TTL is disabled"), RefusedRejected},
+		{"ack timeout", jetstream.ErrAsyncPublishTimeout, ""},
+		{"no responders during an election", jetstream.ErrNoStreamResponse, ""},
+		{"disconnected", nats.ErrConnectionClosed, ""},
+		{"reconnect buffer full", nats.ErrReconnectBufExceeded, ""},
+		{"stalled", jetstream.ErrTooManyStalledMsgs, ""},
+		{"stream full with discard new: can drain", apiError(10077, "maximum bytes exceeded"), ""},
+		{"stream message limit with discard new: can drain", apiError(10077, "maximum messages exceeded"), ""},
+		{"account storage exhausted: can drain", apiError(10002, "resource limits exceeded for account"), ""},
+		{"insufficient resources", apiError(10023, "insufficient resources"), ""},
+		{"sealed stream: the operator replaces it", apiError(10109, "invalid operation on sealed stream"), ""},
+		{"not leader", apiError(10008, "JetStream system temporarily unavailable"), ""},
+		{"unknown error", errors.New("something else"), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := refusalOf(tt.err); got != tt.want {
+				t.Errorf("refusalOf(%v): got %q, want %q", tt.err, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestPipelineMovesPastARefusedChangeKeepingObjectOrder(t *testing.T) {
+	r, refusals := startRefusingPipeline(t, 10)
+	r.p.in <- change("a", "a1", "10")
+	r.p.in <- change("a", "a2", "11")
+	r.p.in <- change("b", "b1", "12")
+
+	a1, b1 := r.next(t), r.next(t)
+	if a1.msg.Subject != "a1" || b1.msg.Subject != "b1" {
+		t.Fatalf("first publishes: got %s, %s; want a1, b1", a1.msg.Subject, b1.msg.Subject)
+	}
+	b1.ack()
+	r.none(t, 50*time.Millisecond) // a2 waits behind a1
+	a1.fail(fmt.Errorf("%w for publish to %q", ErrPublishDenied, "a1"))
+	if got := nextRefusal(t, refusals); got != (refusedStep{subject: "a1", step: StepEvent, why: RefusedDenied}) {
+		t.Fatalf("refusal: got %+v, want a1's event denied, given up", got)
+	}
+	a2 := r.next(t)
+	if a2.msg.Subject != "a2" {
+		t.Fatalf("after a1 was refused: got %s, want a2 (not a1 again)", a2.msg.Subject)
+	}
+	waitCheckpoint(t, r.ck, "10")
+	a2.ack()
+	waitCheckpoint(t, r.ck, "12")
+}
+
+func TestPipelineSendsTheReferenceOfAnEventRefusedAsTooLarge(t *testing.T) {
+	r, refusals := startRefusingPipeline(t, 10)
+	it := change("a", "a1", "1")
+	it.msg.Data = []byte(`{"big":true}`)
+	it.msg.Header = nats.Header{event.HeaderPayload: {event.PayloadObjectAndOld}}
+	it.index = &nats.Msg{Subject: "idx.a1"}
+	r.p.in <- it
+
+	r.next(t).fail(apiError(jetstream.JSErrCodeStreamMessageExceedsMaximum, "message size exceeds maximum allowed"))
+	if got := nextRefusal(t, refusals); !got.reference || got.why != RefusedTooLarge {
+		t.Fatalf("refusal: got %+v, want a reference sent for too-large", got)
+	}
+	ref := r.next(t)
+	if ref.msg.Subject != "a1" || len(ref.msg.Data) != 0 {
+		t.Fatalf("after the refusal: got %s with %d bytes, want a1 without body", ref.msg.Subject, len(ref.msg.Data))
+	}
+	if got := ref.msg.Header.Get(event.HeaderBodyOmitted); got != event.BodyOmittedStreamLimit {
+		t.Errorf("body-omitted header: got %q, want %q", got, event.BodyOmittedStreamLimit)
+	}
+	if got := ref.msg.Header.Get(event.HeaderPayload); got != "" {
+		t.Errorf("payload header on the reference: got %q, want none", got)
+	}
+	ref.ack()
+	if idx := r.next(t); idx.msg.Subject != "idx.a1" {
+		t.Fatalf("after the reference's ack: got %s, want the index record", idx.msg.Subject)
+	} else {
+		idx.ack()
+	}
+	waitCheckpoint(t, r.ck, "1")
+
+	// The reference refused too: the change is given up, without its index record.
+	it2 := change("a", "a2", "2")
+	it2.msg.Data = []byte(`{}`)
+	it2.msg.Header = nats.Header{}
+	it2.index = &nats.Msg{Subject: "idx.a2"}
+	r.p.in <- it2
+	r.next(t).fail(apiError(jetstream.JSErrCodeStreamMessageExceedsMaximum, "message size exceeds maximum allowed"))
+	nextRefusal(t, refusals)
+	r.next(t).fail(apiError(jetstream.JSErrCodeStreamMessageExceedsMaximum, "message size exceeds maximum allowed"))
+	if got := nextRefusal(t, refusals); got.reference || got.step != StepEvent {
+		t.Fatalf("second refusal: got %+v, want the event given up", got)
+	}
+	waitCheckpoint(t, r.ck, "2")
+	r.none(t, 50*time.Millisecond) // no index record for an event never published
+}
+
+func TestPipelinePublishesTheEventAfterARefusedMirrorRecord(t *testing.T) {
+	r, refusals := startRefusingPipeline(t, 10)
+	it := change("a", "a1", "1")
+	it.mirror = &nats.Msg{Subject: "mirror.a", Data: []byte("state")}
+	it.index = &nats.Msg{Subject: "idx.a1"}
+	r.p.in <- it
+	r.next(t).fail(apiError(jetstream.JSErrCodeStreamMessageExceedsMaximum, "message size exceeds maximum allowed"))
+	if got := nextRefusal(t, refusals); got != (refusedStep{subject: "mirror.a", step: StepMirror, why: RefusedTooLarge}) {
+		t.Fatalf("refusal: got %+v, want the mirror record given up", got)
+	}
+	for _, want := range []string{"a1", "idx.a1"} {
+		f := r.next(t)
+		if f.msg.Subject != want {
+			t.Fatalf("publish: got %s, want %s", f.msg.Subject, want)
+		}
+		f.ack()
+	}
+	waitCheckpoint(t, r.ck, "1")
+}
+
+func TestPipelineNeverSendsAControlLineTheServerRefuses(t *testing.T) {
+	r, refusals := startRefusingPipeline(t, 10)
+	long := strings.Repeat("x", maxControlLine)
+	r.p.in <- change("a", long, "1")
+	r.p.in <- change("a", "a2", "2")
+	if got := nextRefusal(t, refusals); got.why != RefusedSubjectTooLong || got.step != StepEvent {
+		t.Fatalf("refusal: got %+v, want subject-too-long", got)
+	}
+	f := r.next(t)
+	if f.msg.Subject != "a2" {
+		t.Fatalf("publish: got %.20s, want a2 (the long subject never sent)", f.msg.Subject)
+	}
+	f.ack()
+	waitCheckpoint(t, r.ck, "2")
+}
+
+func TestFitsControlLineCountsSubjectReplyAndSizes(t *testing.T) {
+	h := nats.Header{"k": {"v"}}
+	// The arguments: subject, reply (asyncReplyMax), header size, total size, three spaces.
+	room := maxControlLine - asyncReplyMax - 3 - len(strconv.Itoa(headerSize(h)))*2
+	if !fitsControlLine(&nats.Msg{Subject: strings.Repeat("s", room), Header: h}) {
+		t.Errorf("a subject of %d bytes: got refused, want it to fit", room)
+	}
+	if fitsControlLine(&nats.Msg{Subject: strings.Repeat("s", room+1), Header: h}) {
+		t.Errorf("a subject of %d bytes: got fits, want refused", room+1)
+	}
+}
+
+func TestDenialsFailThePublishInFlightAtOnce(t *testing.T) {
+	r, refusals := startRefusingPipeline(t, 10)
+	d := NewDenials()
+	r.p.denials = d
+	r.p.in <- change("a", "kube.c.core.v1.configmaps.denied.a.added", "1")
+	r.p.in <- change("b", "kube.c.core.v1.configmaps.ok.b.added", "2")
+	a, b := r.next(t), r.next(t)
+	// As nats.go reports the server's -ERR on the connection's error handler.
+	err := fmt.Errorf("%w: %s", nats.ErrPermissionViolation, `Permissions Violation for Publish to "kube.c.core.v1.configmaps.denied.a.added"`)
+	if !d.Observe(err) {
+		t.Fatal("Observe: got false for a publish permissions violation")
+	}
+	if got := nextRefusal(t, refusals); got.why != RefusedDenied || got.subject != a.msg.Subject {
+		t.Fatalf("refusal: got %+v, want %s denied", got, a.msg.Subject)
+	}
+	if d.Observe(errors.New("nats: slow consumer, messages dropped")) {
+		t.Error("Observe: got true for another async error")
+	}
+	b.ack()
+	waitCheckpoint(t, r.ck, "2")
+}
+
+func TestPipelineRecordsTheIdentityOfAnObjectTheMirrorRefuses(t *testing.T) {
+	r, refusals := startRefusingPipeline(t, 10)
+	meta := event.Meta{Cluster: "c", Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespace: "ns", Name: "big",
+		UID: "u-1", ResourceVersion: "7", Type: event.Added, Origin: event.Live}
+	it := &item{key: "ns/big", msg: &nats.Msg{Subject: "ev", Header: meta.Header()}, rv: "7",
+		mirror: &nats.Msg{Subject: "mirror.big", Data: []byte(`{"data":"` + strings.Repeat("x", 100) + `"}`)}}
+	r.p.in <- it
+	tooLarge := apiError(jetstream.JSErrCodeStreamMessageExceedsMaximum, "message size exceeds maximum allowed")
+	r.next(t).fail(tooLarge)
+	if got := nextRefusal(t, refusals); !got.reference || got.step != StepMirror {
+		t.Fatalf("refusal: got %+v, want the mirror record reduced", got)
+	}
+	ref := r.next(t)
+	var state struct {
+		Kind     string `json:"kind"`
+		Metadata struct{ Namespace, Name, UID, ResourceVersion string }
+	}
+	if err := json.Unmarshal(ref.msg.Data, &state); err != nil {
+		t.Fatalf("reduced mirror record %q: %v", ref.msg.Data, err)
+	}
+	if state.Kind != "ConfigMap" || state.Metadata.Name != "big" || state.Metadata.Namespace != "ns" ||
+		state.Metadata.UID != "u-1" || state.Metadata.ResourceVersion != "7" {
+		t.Errorf("reduced mirror record: got %s, want the object's identity", ref.msg.Data)
+	}
+	// Refused even so: given up; the event still goes out.
+	ref.fail(tooLarge)
+	if got := nextRefusal(t, refusals); got.reference || got.step != StepMirror {
+		t.Fatalf("second refusal: got %+v, want the mirror record given up", got)
+	}
+	ev := r.next(t)
+	if ev.msg.Subject != "ev" {
+		t.Fatalf("publish: got %s, want the event", ev.msg.Subject)
+	}
+	ev.ack()
+	waitCheckpoint(t, r.ck, "7")
+}
+
+func TestDeniedSubjectReadsOnlyPublishViolations(t *testing.T) {
+	tests := []struct {
+		name, text, want string
+		ok               bool
+	}{
+		{"publish", `nats: permissions violation: Permissions Violation for Publish to "kube.c.core.v1.configmaps.ns.a.added"`, "kube.c.core.v1.configmaps.ns.a.added", true},
+		{"quoted characters", `nats: permissions violation: Permissions Violation for Publish to "kube.c.x\"y"`, `kube.c.x"y`, true},
+		{"reply", `nats: permissions violation: Permissions Violation for Publish with Reply of "_INBOX.abc"`, "", false},
+		{"subscription", `nats: permissions violation: Permissions Violation for Subscription to "kube.>"`, "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := deniedSubject(tt.text)
+			if got != tt.want || ok != tt.ok {
+				t.Errorf("deniedSubject: got %q, %v; want %q, %v", got, ok, tt.want, tt.ok)
+			}
+		})
+	}
 }

@@ -130,6 +130,10 @@ type Source struct {
 	// watchErr holds the permanent error (forbidden, resource gone) the source keeps
 	// retrying, nil while it is not failing.
 	watchErr atomic.Pointer[error]
+	// denials fails publishes refused by a permissions violation; undelivered records the
+	// changes given up on.
+	denials     *Denials
+	undelivered undeliveredLog
 }
 
 // Status reports whether the source is watching, or why not.
@@ -152,6 +156,9 @@ func (s *Source) Status() (ready bool, reason string) {
 		if since, err := p.failing(); err != nil && time.Since(since) > publishStuckAfter {
 			return false, fmt.Sprintf("%s: publishing failing since %s: %v", s.describe(), since.Format(time.RFC3339), err)
 		}
+	}
+	if why := s.undelivered.reason(time.Now()); why != "" {
+		return false, s.describe() + ": " + why
 	}
 	return true, ""
 }
@@ -280,6 +287,7 @@ func (s *Source) Run(ctx context.Context) error {
 		ev.Err(err).Str("subject", it.current().Subject).Int("attempt", it.attempts).Msg("publish failed, retrying")
 	})
 	p.obs = s.obs
+	p.onRefused, p.denials = s.onRefused(log), s.denials
 	s.pipe.Store(p)
 	in := &intake{src: s, out: p.in, index: s.index, log: log}
 

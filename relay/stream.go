@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kube-nats-relay/kube-nats-relay/event"
 )
@@ -23,6 +24,12 @@ type StreamConfig struct {
 	Duplicates time.Duration
 	// MaxAge is how long messages are kept; 0 keeps them until other limits apply.
 	MaxAge time.Duration
+	// Resources are the resources relayed: an existing stream must hold the smallest event
+	// of each (see smallestEvent). None: a minimal core resource is assumed.
+	Resources []Resource
+	// MaxPayload is the server's max_payload; an existing stream with a lower max_msg_size
+	// is reported (events larger than it go out without body).
+	MaxPayload int
 }
 
 // ErrStreamUnusable is returned when an existing stream cannot hold the relay's events.
@@ -61,6 +68,17 @@ func EnsureStream(ctx context.Context, js jetstream.JetStream, cfg StreamConfig)
 	if info.Config.NoAck {
 		problems = append(problems, "it does not acknowledge publishes (no_ack)")
 	}
+	if info.Config.Sealed {
+		problems = append(problems, "it is sealed (accepts no messages)")
+	}
+	if limit := int(info.Config.MaxMsgSize); limit > 0 {
+		if floor := smallestEvent(cfg); limit < floor {
+			problems = append(problems, fmt.Sprintf("its max_msg_size %d is below the smallest event (%d bytes: the headers of an event without body)", limit, floor))
+		} else if cfg.MaxPayload > 0 && limit < cfg.MaxPayload {
+			zerolog.Ctx(ctx).Warn().Str("stream", cfg.Name).Int("max_msg_size", limit).Int("max_payload", cfg.MaxPayload).
+				Msg("existing stream has a max_msg_size below the server's max_payload: larger events go out without body")
+		}
+	}
 	if len(problems) > 0 {
 		return nil, fmt.Errorf("%w: stream %s exists but %s", ErrStreamUnusable, cfg.Name, strings.Join(problems, "; "))
 	}
@@ -77,6 +95,31 @@ func EnsureStream(ctx context.Context, js jetstream.JetStream, cfg StreamConfig)
 			Msg("existing stream has another max age, left as is")
 	}
 	return s, nil
+}
+
+// smallestEvent returns the size the stream counts (headers and body) of the smallest event
+// the relay can publish for cfg's resources: the reference (no body) of a change to a
+// cluster-scoped object with a one-character name and resourceVersion. A stream whose
+// max_msg_size is below it refuses every event.
+func smallestEvent(cfg StreamConfig) int {
+	resources := cfg.Resources
+	if len(resources) == 0 {
+		resources = []Resource{{GroupVersionResource: schema.GroupVersionResource{Version: "v1", Resource: "r"}, Kind: "R"}}
+	}
+	floor := 0
+	for i, r := range resources {
+		meta := event.Meta{
+			Cluster: cfg.Cluster, Group: r.Group, Version: r.Version, Resource: r.Resource, Kind: r.Kind,
+			Name: "a", UID: "00000000-0000-0000-0000-000000000000", ResourceVersion: "1",
+			Type: event.Added, Origin: event.Live, Time: time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC),
+		}
+		h := meta.Header()
+		h.Set(event.HeaderBodyOmitted, event.BodyOmittedOversize)
+		if n := headerSize(h); i == 0 || n < floor {
+			floor = n
+		}
+	}
+	return floor
 }
 
 // subjectCovers reports whether the stream filter f captures every subject matched by s.

@@ -1,6 +1,14 @@
 package relay
 
-import "testing"
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kube-nats-relay/kube-nats-relay/event"
+)
 
 func TestSubjectCovers(t *testing.T) {
 	tests := []struct {
@@ -24,5 +32,41 @@ func TestSubjectCovers(t *testing.T) {
 				t.Errorf("subjectCovers(%q, kube.prod.>): got %v, want %v", tt.filter, got, tt.want)
 			}
 		})
+	}
+}
+
+func TestSmallestEventIsAFloorOfRealReferences(t *testing.T) {
+	cfg := StreamConfig{Cluster: "prod", Resources: []Resource{
+		{GroupVersionResource: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Kind: "ConfigMap", Namespaced: true},
+		{GroupVersionResource: schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles"}, Kind: "ClusterRole"},
+	}}
+	floor := smallestEvent(cfg)
+	if floor < 300 {
+		t.Fatalf("smallestEvent: got %d, want the size of a reference's headers (several hundred bytes)", floor)
+	}
+	for _, r := range cfg.Resources {
+		meta := event.Meta{Cluster: "prod", Group: r.Group, Version: r.Version, Resource: r.Resource, Kind: r.Kind,
+			Name: "b", UID: "6f0c6f43-5a3b-4a4e-9a53-0d2b3f1d7c11", ResourceVersion: "12345",
+			Type: event.Deleted, Origin: event.Relist, Time: time.Now()}
+		h := meta.Header()
+		h.Set(event.HeaderBodyOmitted, event.BodyOmittedStreamLimit)
+		if got := headerSize(h); got < floor {
+			t.Errorf("%s: a reference of %d bytes is below the floor %d", r, got, floor)
+		}
+	}
+}
+
+func TestUndeliveredChangesKeepTheSourceNotReadyForAWindow(t *testing.T) {
+	var u undeliveredLog
+	t0 := time.Now()
+	if got := u.reason(t0); got != "" {
+		t.Fatalf("before any: got %q, want ready", got)
+	}
+	u.add("ns/a (uid u, rv 1) on kube.x: event refused (denied): nope", t0)
+	if got := u.reason(t0.Add(time.Minute)); !strings.Contains(got, "1 changes undeliverable") || !strings.Contains(got, "ns/a") {
+		t.Errorf("a minute later: got %q, want the count and the object", got)
+	}
+	if got := u.reason(t0.Add(undeliveredReadyWindow + time.Second)); got != "" {
+		t.Errorf("after the window: got %q, want ready", got)
 	}
 }

@@ -48,6 +48,7 @@ type metrics struct {
 	replays         *prometheus.CounterVec
 	filtered        *prometheus.CounterVec
 	filterErrors    *prometheus.CounterVec
+	undeliverable   *prometheus.CounterVec
 	leader          prometheus.Gauge
 
 	// sampled is read at scrape time: sources, checkpoint ages, the NATS connection.
@@ -66,9 +67,9 @@ func newMetrics() *metrics {
 		"Events acknowledged by JetStream as new, by resource, event type and origin (live, initial-sync, relist).",
 		"resource", "type", "origin")
 	m.oversize = counter("events_oversize_total",
-		"Events published without body because the object exceeded the server's max_payload.", "resource")
+		"Events published without body because the object exceeded the server's max_payload or the stream's max_msg_size.", "resource")
 	m.publishErrors = counter("publish_errors_total",
-		"Failed publish attempts (events, index records, mirror states); each is retried in order.", "resource")
+		"Failed publish attempts (events, index records, mirror states); transient ones are retried in order, refused ones are sent without body or given up (undeliverable_total).", "resource")
 	m.publishRetries = counter("publish_retries_total",
 		"Publishes sent again after a failure.", "resource")
 	m.publishDuration = histogram("publish_duration_seconds",
@@ -87,10 +88,13 @@ func newMetrics() *metrics {
 		"resource", "reason")
 	m.filterErrors = counter("filter_errors_total",
 		"When expressions that failed to evaluate; the change is published and the first error of each rule is logged.", "resource")
+	m.undeliverable = counter("undeliverable_total",
+		"Changes NATS refused for good, by step (mirror, event, index) and reason (too-large, denied, subject-full, subject-too-long, bad-subject, rejected): given up, logged at ERROR, and the relay moved on.",
+		"resource", "step", "reason")
 	m.leader = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: metricsNamespace, Name: "leader",
 		Help: "1 while this process relays (holds the lease, or runs without leader election), 0 while it stands by."})
 	m.reg.MustRegister(m.published, m.oversize, m.publishErrors, m.publishRetries, m.publishDuration, m.lag,
-		m.lists, m.expired, m.replays, m.filtered, m.filterErrors, m.leader, &m.sampled,
+		m.lists, m.expired, m.replays, m.filtered, m.filterErrors, m.undeliverable, m.leader, &m.sampled,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -107,7 +111,10 @@ type sourceObserver struct {
 	resource string
 }
 
-var _ relay.Observer = sourceObserver{}
+var (
+	_ relay.Observer            = sourceObserver{}
+	_ relay.UndeliveredObserver = sourceObserver{}
+)
 
 func (o sourceObserver) Published(p relay.Publication) {
 	if p.Duplicate {
@@ -122,6 +129,10 @@ func (o sourceObserver) Published(p relay.Publication) {
 	if p.Lag > 0 {
 		o.m.lag.WithLabelValues(o.resource).Observe(p.Lag.Seconds())
 	}
+}
+
+func (o sourceObserver) Undelivered(u relay.Undelivered) {
+	o.m.undeliverable.WithLabelValues(o.resource, string(u.Step), string(u.Reason)).Inc()
 }
 
 func (o sourceObserver) Noted(n relay.Note) {
@@ -175,6 +186,11 @@ func (m *metrics) observe(sources []*relay.Source, ckpts *trackedCheckpoints, nc
 			m.filtered.WithLabelValues(res, reason)
 		}
 		m.filterErrors.WithLabelValues(res)
+		for _, step := range relay.Steps {
+			for _, why := range relay.Refusals {
+				m.undeliverable.WithLabelValues(res, string(step), string(why))
+			}
+		}
 		m.oversize.WithLabelValues(res)
 		m.publishErrors.WithLabelValues(res)
 		m.publishRetries.WithLabelValues(res)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kelseyhightower/envconfig"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 	"k8s.io/client-go/dynamic"
@@ -86,6 +87,14 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	defer conn.close(ctx)
 	nc := conn.nc
+	// A denied publish reaches the client only as an asynchronous error; Denials hands it to
+	// the publish waiting for its ack.
+	denials := relay.NewDenials()
+	nc.SetErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+		if !denials.Observe(err) {
+			log.Warn().Err(err).Msg("nats error")
+		}
+	})
 
 	plans, err := planSources(cfg, resources, nc.MaxPayload())
 	if err != nil {
@@ -104,17 +113,19 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		Replicas:   cfg.StreamReplicas.Int,
 		Duplicates: cfg.DuplicateWindow.Duration,
 		MaxAge:     cfg.MaxAge.Duration,
+		Resources:  resources,
+		MaxPayload: int(nc.MaxPayload()),
 	}); err != nil {
-		return err
+		return unusable(err, "RELAY_STREAM", cfg.Stream)
 	}
 	store, err := checkpoint.Open(ctx, js, checkpoint.Config{Bucket: cfg.CheckpointBucket, Replicas: cfg.StreamReplicas.Int})
 	if err != nil {
-		return err
+		return unusable(err, "RELAY_CHECKPOINT_BUCKET", cfg.CheckpointBucket)
 	}
 	ckpts := newTrackedCheckpoints(store)
 	objIdx, err := checkpoint.OpenIndex(ctx, js, checkpoint.IndexConfig{Bucket: cfg.IndexBucket, Replicas: cfg.StreamReplicas.Int})
 	if err != nil {
-		return err
+		return unusable(err, "RELAY_INDEX_BUCKET", cfg.IndexBucket)
 	}
 
 	dyn, err := dynamic.NewForConfig(kube.rest)
@@ -124,7 +135,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	var mirror *checkpoint.Mirror
 	if len(cfg.MirrorList.Items) > 0 {
 		if mirror, err = checkpoint.OpenMirror(ctx, js, checkpoint.MirrorConfig{Bucket: cfg.MirrorBucket, Replicas: cfg.StreamReplicas.Int}); err != nil {
-			return err
+			return unusable(err, "RELAY_MIRROR_BUCKET", cfg.MirrorBucket)
 		}
 	}
 	// Namespace labels are followed only when a rule selects namespaces by label.
@@ -141,7 +152,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	built := make([]*relay.Source, len(plans))
 	for i, p := range plans {
-		built[i] = relay.NewSource(p.cfg, dyn, js, ckpts, objIdx).WithRules(sourceRules{p.rules})
+		built[i] = relay.NewSource(p.cfg, dyn, js, ckpts, objIdx).WithRules(sourceRules{p.rules}).WithDenials(denials)
 		if err := built[i].ReadThrough(raw); err != nil {
 			return fmt.Errorf("kubernetes client: %w", err)
 		}
@@ -165,6 +176,15 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	log.Info().Msg("relay stopped")
 	if cause := context.Cause(ctx); errors.Is(cause, errNATSClosed) {
 		return cause
+	}
+	return err
+}
+
+// unusable turns an existing stream or bucket whose settings refuse the relay's messages into
+// a configuration error naming the variable that selects it; other errors pass unchanged.
+func unusable(err error, name, value string) error {
+	if errors.Is(err, relay.ErrStreamUnusable) || errors.Is(err, checkpoint.ErrBucketUnusable) {
+		return &ConfigError{Problems: []Problem{{Var: name, Value: value, Reason: err.Error()}}}
 	}
 	return err
 }

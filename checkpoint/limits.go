@@ -1,0 +1,79 @@
+package checkpoint
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/kube-nats-relay/kube-nats-relay/event"
+)
+
+// checkLimits returns an error wrapping ErrBucketUnusable when the existing bucket's settings
+// refuse every write of some kind the relay makes: sealed, a max value size below floor (the
+// smallest message it writes), or, when purges is set, a configuration that refuses the
+// rollup of a purge (every removal would fail).
+func checkLimits(ctx context.Context, kv jetstream.KeyValue, bucket string, floor int, purges bool) error {
+	status, err := kv.Status(ctx)
+	if err != nil {
+		return fmt.Errorf("open bucket %s: %w", bucket, err)
+	}
+	s, ok := status.(*jetstream.KeyValueBucketStatus)
+	if !ok {
+		return nil
+	}
+	cfg := s.StreamInfo().Config
+	var problems []string
+	if cfg.Sealed {
+		problems = append(problems, "it is sealed (accepts no writes)")
+	}
+	if cfg.MaxMsgSize > 0 && int(cfg.MaxMsgSize) < floor {
+		problems = append(problems, fmt.Sprintf("its max value size (max_msg_size) %d is below the smallest record the relay writes (%d bytes)", cfg.MaxMsgSize, floor))
+	}
+	if purges && (!cfg.AllowRollup || cfg.DenyPurge) {
+		problems = append(problems, fmt.Sprintf("it refuses purges (allow_rollup_hdrs %t, deny_purge %t): no object could be removed", cfg.AllowRollup, cfg.DenyPurge))
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("%w: bucket %s exists but %s", ErrBucketUnusable, bucket, strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// smallestRecord is the size JetStream counts (headers and value) of the smallest message an
+// index or mirror writes: the larger of a record of a short change ("<uid> <rv>") and a purge
+// marker, each with its message id.
+func smallestRecord() int {
+	id := event.ID("", "", "", "", "", "") + ":index"
+	rec := nats.NewMsg("x")
+	rec.Header.Set(nats.MsgIdHdr, id)
+	rec.Data = []byte("00000000-0000-0000-0000-000000000000 1")
+	purge := purgeMsg("x")
+	purge.Header.Set(nats.MsgIdHdr, id)
+	return max(msgSize(rec), msgSize(purge))
+}
+
+// smallestCheckpoint is the size of the smallest checkpoint value (a one-character
+// resourceVersion); the compare-and-swap header is left out, so it is a lower bound.
+func smallestCheckpoint() int {
+	b, _ := json.Marshal(value{ResourceVersion: "1", SavedAt: time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC), Writer: newWriterID()})
+	return len(b)
+}
+
+// msgSize is the size JetStream compares with max_msg_size: the encoded headers and the data.
+func msgSize(m *nats.Msg) int {
+	n := len(m.Data)
+	if len(m.Header) == 0 {
+		return n
+	}
+	n += len("NATS/1.0\r\n\r\n")
+	for k, vs := range m.Header {
+		for _, v := range vs {
+			n += len(k) + len(": \r\n") + len(v)
+		}
+	}
+	return n
+}

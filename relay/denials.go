@@ -1,0 +1,103 @@
+package relay
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/nats-io/nats.go"
+)
+
+// ErrPublishDenied is the error of a publish the server refused with a permissions violation.
+var ErrPublishDenied = errors.New("permissions violation")
+
+// denialPrefix starts the text of the server's -ERR for a publish the user may not make; the
+// quoted subject follows (nats-server's pubPermissionViolation).
+const denialPrefix = "Permissions Violation for Publish to "
+
+// Denials ties the server's permissions violations, which reach the client only as
+// asynchronous errors on the connection, to the publishes waiting for their ack. The server
+// drops a denied message and sends no JetStream reply, so without it a denied publish would
+// only time out and be retried as transient.
+//
+// Connect Observe to the connection's error handler and give the Denials to every source
+// (Source.WithDenials). A zero Denials is ready to use.
+type Denials struct {
+	mu sync.Mutex
+	// waiting holds, per subject, the publishes in flight to it.
+	waiting map[string]map[*denialWait]struct{}
+}
+
+type denialWait struct {
+	denied chan error // buffered 1: Observe never blocks
+}
+
+// NewDenials returns an empty Denials.
+func NewDenials() *Denials { return &Denials{} }
+
+// Observe reads an asynchronous connection error; for a permissions violation on a publish
+// it fails every publish in flight to that subject with ErrPublishDenied and returns true.
+// Other errors are left alone (false).
+func (d *Denials) Observe(err error) bool {
+	if d == nil || !errors.Is(err, nats.ErrPermissionViolation) {
+		return false
+	}
+	subject, ok := deniedSubject(err.Error())
+	if !ok {
+		return false
+	}
+	denied := fmt.Errorf("%w for publish to %q", ErrPublishDenied, subject)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for w := range d.waiting[subject] {
+		select {
+		case w.denied <- denied:
+		default:
+		}
+	}
+	return true
+}
+
+// deniedSubject extracts the subject from the text of a publish permissions violation.
+func deniedSubject(text string) (string, bool) {
+	i := strings.Index(strings.ToLower(text), strings.ToLower(denialPrefix))
+	if i < 0 {
+		return "", false
+	}
+	subject, err := strconv.Unquote(strings.TrimSpace(text[i+len(denialPrefix):]))
+	if err != nil {
+		return "", false
+	}
+	return subject, true
+}
+
+// watch registers a publish to subject about to be sent: the channel receives
+// ErrPublishDenied if the server refuses it. Call cancel once the publish has its outcome.
+// A nil Denials never reports.
+func (d *Denials) watch(subject string) (denied <-chan error, cancel func()) {
+	if d == nil {
+		return nil, func() {}
+	}
+	w := &denialWait{denied: make(chan error, 1)}
+	d.mu.Lock()
+	if d.waiting == nil {
+		d.waiting = make(map[string]map[*denialWait]struct{})
+	}
+	ws := d.waiting[subject]
+	if ws == nil {
+		ws = make(map[*denialWait]struct{})
+		d.waiting[subject] = ws
+	}
+	ws[w] = struct{}{}
+	d.mu.Unlock()
+	return w.denied, func() {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		delete(ws, w)
+		if len(d.waiting[subject]) == 0 {
+			delete(d.waiting, subject)
+		}
+	}
+}

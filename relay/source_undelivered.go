@@ -1,0 +1,88 @@
+package relay
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/kube-nats-relay/kube-nats-relay/event"
+)
+
+// undeliveredReadyWindow is how long a source reports not ready after a change it could not
+// deliver. No retry or restart can deliver that change, so the report clears by itself; the
+// window is long enough for a readiness probe, `kubectl get pods` or an alert on readiness
+// to show it, and the undeliverable counter is the lasting record.
+const undeliveredReadyWindow = 10 * time.Minute
+
+// undeliveredLog remembers the changes a source gave up on, for its status.
+type undeliveredLog struct {
+	mu    sync.Mutex
+	count int
+	at    time.Time
+	last  string
+}
+
+func (u *undeliveredLog) add(desc string, at time.Time) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.count++
+	u.at, u.last = at, desc
+}
+
+// reason returns why the source is not ready, "" when its last undeliverable change is
+// older than the window (or there was none).
+func (u *undeliveredLog) reason(now time.Time) string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.count == 0 || now.Sub(u.at) > undeliveredReadyWindow {
+		return ""
+	}
+	return fmt.Sprintf("%d changes undeliverable since start, the last at %s: %s", u.count, u.at.UTC().Format(time.RFC3339), u.last)
+}
+
+// WithDenials makes the source's publishes fail at once when the server reports a
+// permissions violation for their subject (see Denials); nil waits for the ack's timeout.
+func (s *Source) WithDenials(d *Denials) *Source {
+	s.denials = d
+	return s
+}
+
+// onRefused returns the pipeline's handler of refused steps: it logs each, and records the
+// ones given up for the source's status.
+func (s *Source) onRefused(log zerolog.Logger) func(it *item, step Step, why Refusal, err error, reference bool) {
+	return func(it *item, step Step, why Refusal, err error, reference bool) {
+		uid, rv := it.identity()
+		subject := it.current().Subject
+		switch {
+		case reference && step == StepMirror:
+			log.Warn().Err(err).Str("key", it.key).Str("uid", uid).Str("rv", rv).Str("subject", subject).
+				Str("reason", string(why)).Msg("state mirror refused the object, recording its identity only")
+			return
+		case reference:
+			log.Warn().Err(err).Str("key", it.key).Str("uid", uid).Str("rv", rv).Str("subject", subject).
+				Str("reason", string(why)).Msg("event refused with its body, publishing a reference without body")
+			return
+		}
+		log.Error().Err(err).Str("key", it.key).Str("uid", uid).Str("rv", rv).Str("subject", subject).
+			Str("step", string(step)).Str("reason", string(why)).Msg("change undeliverable, moving on")
+		s.undelivered.add(fmt.Sprintf("%s (uid %s, rv %s) on %s: %s refused (%s): %v",
+			it.key, uid, rv, subject, step, why, err), time.Now())
+	}
+}
+
+// identity returns the uid and resourceVersion of the item's change, as far as its messages
+// tell: the event's headers, or the index record ("<uid> <rv>").
+func (it *item) identity() (uid, rv string) {
+	if it.msg != nil && it.msg.Header != nil {
+		return it.msg.Header.Get(event.HeaderUID), it.msg.Header.Get(event.HeaderResourceVersion)
+	}
+	if it.index != nil {
+		if u, r, ok := strings.Cut(string(it.index.Data), " "); ok {
+			return u, r
+		}
+	}
+	return "", ""
+}
