@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kelseyhightower/envconfig"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 	"k8s.io/client-go/dynamic"
@@ -242,7 +241,6 @@ func isTerminal(f *os.File) bool {
 // usage prints every variable with its default and meaning.
 func usage(w io.Writer) error {
 	fmt.Fprintln(w, "relay: list-watch Kubernetes resources and publish every change to NATS JetStream.")
-	fmt.Fprintln(w, "Configured through these environment variables:")
-	var cfg Config
-	return envconfig.Usagef("", &cfg, w, envconfig.DefaultTableFormat)
+	fmt.Fprintln(w, "Configured through these environment variables; a value outside its RANGE is refused (exit status 2):")
+	return writeUsage(w)
 }
