@@ -57,7 +57,12 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		defer stopHealth()
 	}
 
-	kube, err := newKubeClients(cfg)
+	// Every request to the apiserver reports to apiserver: failed attempts are logged, and
+	// shown in /readyz and the metrics, from the first discovery request on.
+	apiserver := newAPIServerMonitor(log)
+	m.reg.MustRegister(apiserver.collectors()...)
+	ready.setAlways(apiserver.notReady)
+	kube, err := newKubeClients(cfg, apiserver.wrap)
 	if err != nil {
 		return err
 	}
