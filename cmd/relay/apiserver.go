@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -86,7 +88,9 @@ func (t *monitoredTransport) RoundTrip(req *http.Request) (*http.Response, error
 	switch {
 	case err == nil:
 		t.m.answered()
-	case req.Context().Err() == nil: // not our own cancellation (shutdown, a watch released)
+	case !errors.Is(req.Context().Err(), context.Canceled):
+		// Not our own cancellation (shutdown, a watch released); a passed deadline is a
+		// request that got no answer in time, and counts.
 		phase, resource := requestKind(req)
 		t.m.failed(phase, resource, err)
 	}

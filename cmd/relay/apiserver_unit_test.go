@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"net/http"
 	"net/url"
@@ -118,6 +119,17 @@ func TestAPIServerMonitorCountsOnlyRequestsWithoutAnswer(t *testing.T) {
 	}
 	if m.notReady() == nil {
 		t.Error("a request without answer: got ready, want the apiserver unreachable")
+	}
+	// A request we cancelled ourselves (shutdown, a watch released) is no outage.
+	cancelled, cancel := context.WithCancel(t.Context())
+	cancel()
+	m2 := newAPIServerMonitor(zerolog.Nop())
+	if _, err := m2.wrap(roundTripFunc(func(*http.Request) (*http.Response, error) { return nil, context.Canceled })).
+		RoundTrip(req("down").WithContext(cancelled)); err == nil {
+		t.Fatal("got no error from the cancelled request")
+	}
+	if got := m2.notReady(); got != nil {
+		t.Errorf("a cancelled request: got %q, want no outage", got)
 	}
 	if _, err := rt.RoundTrip(req("up").WithContext(t.Context())); err != nil {
 		t.Fatal(err)
