@@ -102,12 +102,12 @@ type Config struct {
 	Stream string `envconfig:"RELAY_STREAM" default:"KUBE" desc:"JetStream stream name, created if missing"`
 	// StreamReplicas: 1 works on any server; use 3 on a clustered JetStream
 	// for durability. JetStream allows at most 5.
-	StreamReplicas Integer `envconfig:"RELAY_STREAM_REPLICAS" default:"1" desc:"stream replicas, 1 to 5"`
+	StreamReplicas Integer `envconfig:"RELAY_STREAM_REPLICAS" default:"1" desc:"stream replicas (1 with the embedded nats-server)"`
 	// DuplicateWindow is how long JetStream drops a re-published event id.
 	// 10m outlasts a resourceVersion's life on the apiserver (5-10 min), so a
 	// quick restart's replay is dropped by NATS; the relay's durable index
 	// covers longer gaps. JetStream's own default is 2m.
-	DuplicateWindow Duration `envconfig:"RELAY_DUPLICATE_WINDOW" default:"10m" desc:"JetStream duplicate window for event ids (at least 100ms, at most RELAY_MAX_AGE when that is set)"`
+	DuplicateWindow Duration `envconfig:"RELAY_DUPLICATE_WINDOW" default:"10m" desc:"JetStream duplicate window for event ids; at most RELAY_MAX_AGE when that is set"`
 	// MaxAge bounds how long the stream keeps events; 0 keeps them until
 	// other limits apply.
 	MaxAge Duration `envconfig:"RELAY_MAX_AGE" default:"0" desc:"how long the stream keeps events; 0 means unlimited"`

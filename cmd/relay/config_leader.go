@@ -7,7 +7,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 )
@@ -96,9 +95,9 @@ func (c Config) validateLeaderElection(ps *problems) {
 	if len(c.Identity) > maxIdentityLen || strings.TrimSpace(c.Identity) != c.Identity {
 		ps.addf("RELAY_IDENTITY", c.Identity, "must be at most %d characters without leading or trailing blanks", maxIdentityLen)
 	}
-	lease := checkDuration(ps, "RELAY_LEASE_DURATION", c.LeaseDuration, time.Second, "must be at least 1s")
-	renew := checkDuration(ps, "RELAY_RENEW_DEADLINE", c.RenewDeadline, time.Millisecond, mustBePositive)
-	retry := checkDuration(ps, "RELAY_RETRY_PERIOD", c.RetryPeriod, time.Millisecond, mustBePositive)
+	lease := checkDurationRange(ps, "RELAY_LEASE_DURATION", c.LeaseDuration, leaseDurationRange)
+	renew := checkDurationRange(ps, "RELAY_RENEW_DEADLINE", c.RenewDeadline, renewDeadlineRange)
+	retry := checkDurationRange(ps, "RELAY_RETRY_PERIOD", c.RetryPeriod, retryPeriodRange)
 	// client-go spreads retries up to 1.2 x RetryPeriod apart (leaderelection.JitterFactor).
 	if renew && retry && 5*c.RenewDeadline.Duration <= 6*c.RetryPeriod.Duration {
 		ps.addf("RELAY_RENEW_DEADLINE", c.RenewDeadline.Raw, "must exceed 1.2 x RELAY_RETRY_PERIOD (%s): a renewal needs at least one retry", c.RetryPeriod.Raw)

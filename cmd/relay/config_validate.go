@@ -72,12 +72,8 @@ func (c Config) validateKube(ps *problems) {
 	for _, path := range c.KubeconfigPaths() {
 		checkReadableFile(ps, "KUBECONFIG", path)
 	}
-	if c.KubeQPS.err != nil {
-		ps.add("RELAY_KUBE_QPS", c.KubeQPS.Raw, c.KubeQPS.err.Error())
-	} else if c.KubeQPS.Float64 <= 0 {
-		ps.add("RELAY_KUBE_QPS", c.KubeQPS.Raw, mustBePositive)
-	}
-	checkIntBetween(ps, "RELAY_KUBE_BURST", c.KubeBurst, 1, 0)
+	checkFloatRange(ps, "RELAY_KUBE_QPS", c.KubeQPS, kubeQPSRange)
+	checkIntRange(ps, "RELAY_KUBE_BURST", c.KubeBurst, kubeBurstRange)
 	checkBool(ps, "RELAY_KUBE_COMPRESSION", c.KubeCompression)
 }
 
@@ -301,19 +297,19 @@ func (c Config) validateOutput(ps *problems) {
 		ps.add("RELAY_INDEX_BUCKET", c.IndexBucket, "must differ from RELAY_CHECKPOINT_BUCKET")
 	}
 
-	if checkIntBetween(ps, "RELAY_STREAM_REPLICAS", c.StreamReplicas, 1, maxStreamReplicas) &&
+	if checkIntRange(ps, "RELAY_STREAM_REPLICAS", c.StreamReplicas, streamReplicasRange) &&
 		c.StreamReplicas.Int > 1 && c.EmbeddedNATS() {
 		ps.add("RELAY_STREAM_REPLICAS", c.StreamReplicas.Raw, "must be 1 with the embedded nats-server (NATS_URL is empty)")
 	}
-	if checkDuration(ps, "RELAY_DUPLICATE_WINDOW", c.DuplicateWindow, minDuplicateWindow, "must be at least "+minDuplicateWindow.String()) &&
-		checkDuration(ps, "RELAY_MAX_AGE", c.MaxAge, 0, "must not be negative") &&
+	if checkDurationRange(ps, "RELAY_DUPLICATE_WINDOW", c.DuplicateWindow, duplicateWindowRange) &&
+		checkDurationRange(ps, "RELAY_MAX_AGE", c.MaxAge, maxAgeRange) &&
 		c.MaxAge.Duration > 0 && c.DuplicateWindow.Duration > c.MaxAge.Duration {
 		ps.addf("RELAY_DUPLICATE_WINDOW", c.DuplicateWindow.Raw, "must not exceed RELAY_MAX_AGE (%s)", c.MaxAge.Raw)
 	}
-	checkDuration(ps, "RELAY_CHECKPOINT_INTERVAL", c.CheckpointInterval, time.Nanosecond, mustBePositive)
-	checkIntBetween(ps, "RELAY_BUFFER_SIZE", c.BufferSize, 1, 0)
-	checkIntBetween(ps, "RELAY_MAX_INFLIGHT", c.MaxInflight, 1, 0)
-	checkDuration(ps, "RELAY_SHUTDOWN_TIMEOUT", c.ShutdownTimeout, time.Nanosecond, mustBePositive)
+	checkDurationRange(ps, "RELAY_CHECKPOINT_INTERVAL", c.CheckpointInterval, checkpointIntervalRange)
+	checkIntRange(ps, "RELAY_BUFFER_SIZE", c.BufferSize, bufferSizeRange)
+	checkIntRange(ps, "RELAY_MAX_INFLIGHT", c.MaxInflight, maxInflightRange)
+	checkDurationRange(ps, "RELAY_SHUTDOWN_TIMEOUT", c.ShutdownTimeout, shutdownTimeoutRange)
 
 	switch c.InitialSync {
 	case InitialSyncPublish, InitialSyncSkip:
@@ -368,7 +364,8 @@ func checkListEntries(ps *problems, name string, l CommaList, show func(string) 
 }
 
 // checkIntBetween reports v unless it parsed and lies in [lo, hi]; hi 0 means
-// no upper bound. It returns whether v is valid.
+// no upper bound. It returns whether v is valid. A variable's own range is checked with
+// checkIntRange (config_ranges.go): every numeric variable has one.
 func checkIntBetween(ps *problems, name string, v Integer, lo, hi int) bool {
 	switch {
 	case v.err != nil:
@@ -384,7 +381,8 @@ func checkIntBetween(ps *problems, name string, v Integer, lo, hi int) bool {
 }
 
 // checkDuration reports d unless it parsed and is at least lo, giving reason
-// when it is below. It returns whether d is valid.
+// when it is below. It returns whether d is valid. A variable's own range is checked with
+// checkDurationRange (config_ranges.go).
 func checkDuration(ps *problems, name string, d Duration, lo time.Duration, reason string) bool {
 	switch {
 	case d.err != nil:

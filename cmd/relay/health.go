@@ -21,18 +21,28 @@ const healthShutdownTimeout = time.Second
 type readiness struct {
 	checks atomic.Pointer[[]func() []string]
 	role   atomic.Pointer[func() string]
+	// always holds checks that apply from the start, while starting and after set.
+	always atomic.Pointer[[]func() []string]
 }
 
 func (r *readiness) set(checks ...func() []string) { r.checks.Store(&checks) }
 
+// setAlways sets checks that apply from now on whatever set sets: while starting too.
+func (r *readiness) setAlways(checks ...func() []string) { r.always.Store(&checks) }
+
 func (r *readiness) setRole(role func() string) { r.role.Store(&role) }
 
 func (r *readiness) notReady() []string {
+	var reasons []string
+	if always := r.always.Load(); always != nil {
+		for _, c := range *always {
+			reasons = append(reasons, c()...)
+		}
+	}
 	checks := r.checks.Load()
 	if checks == nil {
-		return []string{"starting"}
+		return append([]string{"starting"}, reasons...)
 	}
-	var reasons []string
 	for _, c := range *checks {
 		reasons = append(reasons, c()...)
 	}

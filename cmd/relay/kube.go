@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"time"
 
+	"github.com/rs/zerolog"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
@@ -28,7 +30,9 @@ type kubeClients struct {
 	discovery discovery.DiscoveryInterface
 }
 
-func newKubeClients(cfg Config) (*kubeClients, error) {
+// newKubeClients builds the clients from the configuration; wrap, if not nil, wraps the
+// transport of every request (rest.Config.Wrap).
+func newKubeClients(cfg Config, wrap func(http.RoundTripper) http.RoundTripper) (*kubeClients, error) {
 	var rc *rest.Config
 	var err error
 	if paths := cfg.KubeconfigPaths(); len(paths) > 0 {
@@ -47,6 +51,9 @@ func newKubeClients(cfg Config) (*kubeClients, error) {
 	rc.Burst = cfg.KubeBurst.Int
 	rc.DisableCompression = !cfg.KubeCompression.Bool
 	rc.UserAgent = "kube-nats-relay"
+	if wrap != nil {
+		rc.Wrap(wrap)
+	}
 	dc, err := discovery.NewDiscoveryClientForConfig(rc)
 	if err != nil {
 		return nil, fmt.Errorf("discovery client: %w", err)
@@ -67,6 +74,10 @@ func resolveResources(ctx context.Context, dc discovery.DiscoveryInterface, spec
 		if attempt == discoveryAttempts {
 			return nil, fmt.Errorf("discover the apiserver's resources: %w", err)
 		}
+		// One line per attempt, discoveryWait apart: also for answers that are errors
+		// (401, 403), which the apiserver monitor does not count as an outage.
+		zerolog.Ctx(ctx).Warn().Err(err).Int("attempt", attempt).Int("attempts", discoveryAttempts).
+			Stringer("retry_in", discoveryWait).Msg("apiserver discovery failed, retrying")
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()

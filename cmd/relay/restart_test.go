@@ -161,6 +161,10 @@ func TestInvalidConfigurationExitsWithCode2(t *testing.T) {
 			[]string{`RELAY_RESOURCES=""`}},
 		{"several at once", map[string]string{"RELAY_STREAM_REPLICAS": "9", "RELAY_LOG_LEVEL": "loud"}, nil,
 			[]string{`RELAY_STREAM_REPLICAS="9"`, `RELAY_LOG_LEVEL="loud"`}},
+		{"values out of range", map[string]string{"RELAY_BUFFER_SIZE": "2147483648", "RELAY_MAX_INFLIGHT": "9223372036854775807",
+			"RELAY_CHECKPOINT_INTERVAL": "1ns", "RELAY_SHUTDOWN_TIMEOUT": "0"}, nil,
+			[]string{`RELAY_BUFFER_SIZE="2147483648": must be between 1 and 65536`, `RELAY_MAX_INFLIGHT="9223372036854775807": must be between 1 and 4096`,
+				`RELAY_CHECKPOINT_INTERVAL="1ns": must be between 100ms and 1m`, `RELAY_SHUTDOWN_TIMEOUT="0": must be between 1s and 5m`}},
 	}
 	js := jsClient(t)
 	for i, tt := range tests {

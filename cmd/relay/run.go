@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kelseyhightower/envconfig"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
@@ -59,7 +58,12 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		defer stopHealth()
 	}
 
-	kube, err := newKubeClients(cfg)
+	// Every request to the apiserver reports to apiserver: failed attempts are logged, and
+	// shown in /readyz and the metrics, from the first discovery request on.
+	apiserver := newAPIServerMonitor(log)
+	m.reg.MustRegister(apiserver.collectors()...)
+	ready.setAlways(apiserver.notReady)
+	kube, err := newKubeClients(cfg, apiserver.wrap)
 	if err != nil {
 		return err
 	}
@@ -262,7 +266,6 @@ func isTerminal(f *os.File) bool {
 // usage prints every variable with its default and meaning.
 func usage(w io.Writer) error {
 	fmt.Fprintln(w, "relay: list-watch Kubernetes resources and publish every change to NATS JetStream.")
-	fmt.Fprintln(w, "Configured through these environment variables:")
-	var cfg Config
-	return envconfig.Usagef("", &cfg, w, envconfig.DefaultTableFormat)
+	fmt.Fprintln(w, "Configured through these environment variables; a value outside its RANGE is refused (exit status 2):")
+	return writeUsage(w)
 }
