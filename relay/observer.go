@@ -61,6 +61,10 @@ const (
 	NoteFilteredQuiet
 	// NoteFilterError is a when expression that failed to evaluate (the change is published).
 	NoteFilterError
+	// NoteAhead is a resourceVersion ahead of the cluster's (checkpoint, object index, or a
+	// "too large resource version" answer): etcd was restored or the cluster rebuilt, and a
+	// relist follows.
+	NoteAhead
 )
 
 // filteredNote is the note of a change the rules suppressed for reason.
