@@ -508,6 +508,16 @@ func (in *intake) emitInferredDelete(ctx context.Context, key string, prev entry
 		delete(in.cache, key)
 	}
 	meta := in.src.meta(obj, event.Deleted, event.Relist)
+	if id, ok := in.deletePublished(ctx, meta); ok {
+		// Published before a crash that lost its index record: write only the record.
+		in.src.note(NoteDeletePublished)
+		in.log.Info().Str("key", key).Str("uid", prev.UID).Msg("delete already published: not inferred again")
+		it := &item{key: key, index: withID(in.src.record(key, "", ""), id, "index")}
+		if it.current() == nil {
+			return nil
+		}
+		return in.send(ctx, it)
+	}
 	// Filters see the last state the relay saw when it has one; the body stays the identity.
 	last := obj.Object
 	if old != nil {

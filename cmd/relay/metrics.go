@@ -83,7 +83,7 @@ func newMetrics() *metrics {
 	m.ahead = counter("resource_version_ahead_total",
 		"Resumes whose resourceVersion (checkpoint, object index or last seen) was ahead of the cluster's, or answered 'too large resource version': etcd was restored or the cluster rebuilt under the same name; a relist follows.", "resource")
 	m.replays = counter("replays_suppressed_total",
-		"Replayed changes kept out: by the object index (never published again) or by the JetStream duplicate window (published, dropped by the server as a repeat).",
+		"Replayed changes kept out: by the object index (never published again), by the stream (a delete the relist would infer that the stream holds already) or by the JetStream duplicate window (published, dropped by the server as a repeat).",
 		"resource", "by")
 	m.filtered = counter("changes_filtered_total",
 		"Changes the rules kept out, by reason: namespace (not selected), event-type, when (the expression returned false), quiet (only quiet fields changed).",
@@ -143,6 +143,8 @@ func (o sourceObserver) Noted(n relay.Note) {
 		o.m.ahead.WithLabelValues(o.resource).Inc()
 	case relay.NoteReplaySuppressed:
 		o.m.replays.WithLabelValues(o.resource, "index").Inc()
+	case relay.NoteDeletePublished:
+		o.m.replays.WithLabelValues(o.resource, "stream").Inc()
 	case relay.NoteFilteredNamespace:
 		o.m.filtered.WithLabelValues(o.resource, "namespace").Inc()
 	case relay.NoteFilteredEventType:

@@ -97,14 +97,15 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("jetstream: %w", err)
 	}
-	if _, err := relay.EnsureStream(ctx, js, relay.StreamConfig{
+	stream, err := relay.EnsureStream(ctx, js, relay.StreamConfig{
 		Name:       cfg.Stream,
 		Prefix:     cfg.SubjectPrefix,
 		Cluster:    cfg.Cluster,
 		Replicas:   cfg.StreamReplicas.Int,
 		Duplicates: cfg.DuplicateWindow.Duration,
 		MaxAge:     cfg.MaxAge.Duration,
-	}); err != nil {
+	})
+	if err != nil {
 		return err
 	}
 	store, err := checkpoint.Open(ctx, js, checkpoint.Config{Bucket: cfg.CheckpointBucket, Replicas: cfg.StreamReplicas.Int})
@@ -141,7 +142,8 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	built := make([]*relay.Source, len(plans))
 	for i, p := range plans {
-		built[i] = relay.NewSource(p.cfg, dyn, js, ckpts, objIdx).WithRules(sourceRules{p.rules})
+		built[i] = relay.NewSource(p.cfg, dyn, js, ckpts, objIdx).WithRules(sourceRules{p.rules}).
+			WithPublishedLog(relay.StreamLog{Stream: stream})
 		if err := built[i].ReadThrough(raw); err != nil {
 			return fmt.Errorf("kubernetes client: %w", err)
 		}
