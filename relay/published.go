@@ -12,9 +12,16 @@ import (
 	"github.com/kube-nats-relay/kube-nats-relay/event"
 )
 
-// publishedLookupTimeout bounds one read of the stream before an inferred delete: a stream
-// that cannot answer within it is treated as not holding the delete (see deletePublished).
-const publishedLookupTimeout = 5 * time.Second
+const (
+	// publishedLookupTimeout bounds one read of the stream before an inferred delete: a
+	// stream that cannot answer within it is treated as not holding the delete (see
+	// deletePublished).
+	publishedLookupTimeout = 5 * time.Second
+	// publishedLookupPause is how long reads of the stream are skipped after one failed, so
+	// that a relist of many deletes does not wait publishedLookupTimeout for each while NATS
+	// is down or the relay's user may not read the stream.
+	publishedLookupPause = time.Minute
+)
 
 // PublishedLog reads what the stream already holds, to settle what a crash can leave open: an
 // event acknowledged by JetStream whose index record was never written.
@@ -59,10 +66,11 @@ func (s *Source) WithPublishedLog(l PublishedLog) *Source {
 // therefore another id. The look-up does not depend on the duplicate window, only on the
 // stream still holding the event (its max age and limits). It returns the id of that delete.
 //
-// When the stream cannot be read (no PublishedLog, an error, a timeout) it reports false: the
-// inferred delete is then published, at worst a second time, never lost.
+// When the stream cannot be read (no PublishedLog, an error, a timeout, or within
+// publishedLookupPause of a failed read) it reports false: the inferred delete is then
+// published, at worst a second time, never lost.
 func (in *intake) deletePublished(ctx context.Context, meta event.Meta) (id string, published bool) {
-	if in.src.published == nil {
+	if in.src.published == nil || time.Since(in.publishedFailed) < publishedLookupPause {
 		return "", false
 	}
 	f := event.Filter{Prefix: in.src.cfg.Prefix, Cluster: meta.Cluster, Group: meta.Group, CoreGroup: meta.Group == "",
@@ -71,7 +79,9 @@ func (in *intake) deletePublished(ctx context.Context, meta event.Meta) (id stri
 	defer cancel()
 	h, ok, err := in.src.published.LastHeader(ctx, f.String())
 	if err != nil {
-		in.log.Warn().Err(err).Str("key", metaKey(meta)).Msg("could not read the stream before inferring a delete: publishing it (at worst a second time)")
+		in.publishedFailed = time.Now()
+		in.log.Warn().Err(err).Str("key", metaKey(meta)).Stringer("pause", publishedLookupPause).
+			Msg("could not read the stream before inferring a delete: publishing inferred deletes without looking (at worst a second time)")
 		return "", false
 	}
 	if !ok {

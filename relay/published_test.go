@@ -66,3 +66,18 @@ func TestDeletePublishedOnlyWhenTheObjectsLastEventIsItsDelete(t *testing.T) {
 		})
 	}
 }
+
+func TestDeletePublishedPausesAfterAFailedRead(t *testing.T) {
+	src := &Source{cfg: SourceConfig{Cluster: "prod", Prefix: "kube", Resource: Resource{Kind: "ConfigMap", Namespaced: true,
+		GroupVersionResource: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}}}, now: time.Now}
+	gone := src.meta(src.tombstone("ns/cm", entry{UID: "u1", ResourceVersion: "10"}), event.Deleted, event.Relist)
+	log := &lastEvent{err: errors.New("permissions violation")}
+	src.published = log
+	in := &intake{src: src, log: zerolog.Nop()}
+	in.deletePublished(context.Background(), gone)
+	log.subject = ""
+	in.deletePublished(context.Background(), gone)
+	if log.subject != "" {
+		t.Errorf("after a failed read: got a read of %q, want none for %s", log.subject, publishedLookupPause)
+	}
+}

@@ -56,6 +56,8 @@ type intake struct {
 	log   zerolog.Logger
 	// release stops the open watch; set while a watch is open.
 	release func()
+	// publishedFailed is when reading the stream before an inferred delete last failed.
+	publishedFailed time.Time
 	// cache holds shaped states when the rules need previous states; nil otherwise.
 	cache shapedCache
 	// nsSignal wakes the watch when namespace labels changed; nsChanges returns which, with
