@@ -4,7 +4,8 @@
 // Guarantees: a saved checkpoint survives relay restarts and NATS restarts (JetStream file
 // storage; replicated when the bucket has replicas). Writes are compare-and-swap against the
 // revision this store last read or wrote, so two relays writing the same key (a split brain)
-// is detected as ErrConflict instead of one silently rewinding the other. A write whose
+// is detected as ErrConflict (naming the other writer: host name and a random id) instead of
+// one silently rewinding the other. A write whose
 // acknowledgement was lost and that did land is recognised and adopted.
 //
 // Not guaranteed: the store does not order resourceVersions; callers save only values they

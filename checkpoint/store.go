@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"regexp"
 	"sync"
 	"time"
@@ -38,10 +39,23 @@ type Config struct {
 	Replicas int
 }
 
-type conflictError struct{}
+// conflictError is ErrConflict, naming the other writer when it is known.
+type conflictError struct{ writer string }
 
-func (conflictError) Error() string  { return "checkpoint written concurrently by another relay" }
+func (e conflictError) Error() string {
+	if e.writer == "" {
+		return "checkpoint written concurrently by another relay"
+	}
+	return "checkpoint written concurrently by another relay (writer " + e.writer + ")"
+}
+
 func (conflictError) Conflict() bool { return true }
+
+// Is makes every conflict match ErrConflict, whichever writer it names.
+func (conflictError) Is(target error) bool {
+	_, ok := target.(conflictError)
+	return ok
+}
 
 // value is what a checkpoint key holds: JSON, so that fields can be added later.
 type value struct {
@@ -142,7 +156,7 @@ func (s *Store) Save(ctx context.Context, key, rv string) error {
 		}
 		v, derr := decode(e.Value())
 		if derr != nil || v.Writer != s.writer {
-			return fmt.Errorf("save checkpoint %q at %s: %w", key, rv, ErrConflict)
+			return fmt.Errorf("save checkpoint %q at %s: %w", key, rv, conflictError{writer: v.Writer})
 		}
 		s.setRevision(key, e.Revision())
 		if v.ResourceVersion == rv {
@@ -165,10 +179,17 @@ func (s *Store) setRevision(key string, rev uint64) {
 	s.revisions[key] = rev
 }
 
+// newWriterID returns a writer id unique to this store: the host name (the pod's name in
+// Kubernetes), so that a conflict names the other relay, and random bytes, so that two
+// processes on one host differ.
 func newWriterID() string {
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
+	id := hex.EncodeToString(b)
+	if host, err := os.Hostname(); err == nil && host != "" {
+		id = host + "/" + id
+	}
+	return id
 }
 
 func decode(b []byte) (value, error) {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -89,8 +91,22 @@ func TestConcurrentWriterIsAConflict(t *testing.T) {
 	if !errors.As(err, &c) || !c.Conflict() {
 		t.Fatalf("second writer's error %v does not say Conflict()", err)
 	}
+	if !strings.Contains(err.Error(), a.writer) {
+		t.Errorf("second writer's error %q does not name the other writer %q", err, a.writer)
+	}
 	if rv, _, _ := b.Load(ctx, key); rv != "10" {
 		t.Fatalf("after conflict: got %q, want the first writer's 10", rv)
+	}
+}
+
+func TestWriterIDNamesTheHost(t *testing.T) {
+	host, err := os.Hostname()
+	if err != nil {
+		t.Skipf("no host name: %v", err)
+	}
+	a, b := newWriterID(), newWriterID()
+	if !strings.HasPrefix(a, host+"/") || a == b {
+		t.Errorf("writer ids: got %q and %q, want two different ids starting with %q", a, b, host+"/")
 	}
 }
 

@@ -9,7 +9,14 @@
 //     Rules, before the checkpoint moves past it: a restart resumes from the checkpoint and
 //     loses nothing. When the checkpoint has left the apiserver's history (410 Gone), the
 //     source relists and publishes the difference against the object index, deletes that
-//     happened meanwhile included (marked k8s-final-state-unknown).
+//     happened meanwhile included (marked k8s-final-state-unknown). Before every watch it
+//     compares the resourceVersion it resumes from (and, at start, the object index) with the
+//     cluster's current one, and relists the same way when it is ahead (an etcd restore, the
+//     buckets of a rebuilt cluster) or the apiserver answers "too large resource version".
+//     Index checks compare uids first: another uid is another object, whatever its
+//     resourceVersion.
+//   - With a PublishedLog (WithPublishedLog), a delete whose index record a crash lost is not
+//     inferred and published again by the relist.
 //   - Changes of one object are published one at a time, in resourceVersion order; a failed
 //     publish is retried, and nothing of that object overtakes it.
 //   - Each event has a deterministic message id (event.Meta.ID), so JetStream's duplicate

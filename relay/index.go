@@ -1,8 +1,9 @@
 package relay
 
 import (
-	"strconv"
 	"sync"
+
+	"k8s.io/apimachinery/pkg/util/resourceversion"
 )
 
 // entry is what the relay remembers of one object: enough to recognise a replay and to name
@@ -57,18 +58,43 @@ func (ix *index) snapshot() map[string]entry {
 	return out
 }
 
-// covers reports whether a change at rv is already covered by the recorded one: the same
-// or an older resourceVersion. resourceVersions of one resource are totally ordered, so this
-// holds whatever the uid; an unparsable one is only compared for equality.
-func (e entry) covers(rv string) bool {
-	return e.ResourceVersion == rv || rvLess(rv, e.ResourceVersion)
+// covers reports whether a change of the object uid at rv is already covered by the recorded
+// one: the same object (uid) at the same or an older resourceVersion. Another uid is another
+// object whatever its resourceVersion: an object re-created under the name after an etcd
+// restore may carry a lower resourceVersion than the stale entry (a replay of an older
+// object's change is then published again under its own id, which JetStream's duplicate
+// window drops). resourceVersions that are not integers are only compared for equality.
+func (e entry) covers(uid, rv string) bool {
+	return e.UID == uid && (e.ResourceVersion == rv || rvLess(rv, e.ResourceVersion))
+}
+
+// newest returns the highest integer resourceVersion in the index, "" when there is none.
+func (ix *index) newest() string {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	var max string
+	for _, e := range ix.entries {
+		if !wellFormedRV(e.ResourceVersion) {
+			continue
+		}
+		if max == "" || rvLess(max, e.ResourceVersion) {
+			max = e.ResourceVersion
+		}
+	}
+	return max
 }
 
 // rvLess reports a < b for resourceVersions of the same resource type, false when either is
 // not an integer (the apiserver promises integers since Kubernetes 1.35; older or
-// non-etcd-backed servers might not).
+// non-etcd-backed servers might not). It compares with apimachinery's own helper, never by
+// parsing.
 func rvLess(a, b string) bool {
-	x, err1 := strconv.ParseUint(a, 10, 64)
-	y, err2 := strconv.ParseUint(b, 10, 64)
-	return err1 == nil && err2 == nil && x < y
+	c, err := resourceversion.CompareResourceVersion(a, b)
+	return err == nil && c < 0
+}
+
+// wellFormedRV reports whether rv is an integer resourceVersion that rvLess can order.
+func wellFormedRV(rv string) bool {
+	_, err := resourceversion.CompareResourceVersion(rv, rv)
+	return err == nil
 }

@@ -2,27 +2,68 @@ package relay
 
 import "testing"
 
-func TestEntryCovers(t *testing.T) {
+func TestEntryCoversOnlyTheSameObjectAtOrBeforeItsRV(t *testing.T) {
 	tests := []struct {
-		name string
-		e    entry
-		rv   string
-		want bool
+		name    string
+		e       entry
+		uid, rv string
+		want    bool
 	}{
-		{"same rv", entry{"u1", "10"}, "10", true},
-		{"older rv", entry{"u1", "10"}, "9", true},
-		{"older rv, shorter string", entry{"u1", "100"}, "99", true},
-		{"newer rv", entry{"u1", "10"}, "11", false},
-		{"newer rv, longer string", entry{"u1", "99"}, "100", false},
-		{"non-integer equal", entry{"u1", "abc"}, "abc", true},
-		{"non-integer different", entry{"u1", "abc"}, "abd", false},
+		{"same rv", entry{"u1", "10"}, "u1", "10", true},
+		{"older rv", entry{"u1", "10"}, "u1", "9", true},
+		{"older rv, shorter string", entry{"u1", "100"}, "u1", "99", true},
+		{"newer rv", entry{"u1", "10"}, "u1", "11", false},
+		{"newer rv, longer string", entry{"u1", "99"}, "u1", "100", false},
+		{"non-integer equal", entry{"u1", "abc"}, "u1", "abc", true},
+		{"non-integer different", entry{"u1", "abc"}, "u1", "abd", false},
+		{"non-integer never ordered", entry{"u1", "b"}, "u1", "a", false},
+		{"leading zero is not an integer", entry{"u1", "10"}, "u1", "09", false},
+		{"another uid at an older rv", entry{"u1", "10"}, "u2", "9", false},
+		{"another uid at the same rv", entry{"u1", "10"}, "u2", "10", false},
+		{"another uid far below a stale entry", entry{"u1", "5000100"}, "u2", "120", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := tt.e.covers(tt.rv); got != tt.want {
-				t.Errorf("%+v.covers(%q): got %v, want %v", tt.e, tt.rv, got, tt.want)
+			if got := tt.e.covers(tt.uid, tt.rv); got != tt.want {
+				t.Errorf("%+v.covers(%q, %q): got %v, want %v", tt.e, tt.uid, tt.rv, got, tt.want)
 			}
 		})
+	}
+}
+
+func TestRVLessOrdersIntegersOnly(t *testing.T) {
+	tests := []struct {
+		name string
+		a, b string
+		want bool
+	}{
+		{"smaller", "9", "10", true},
+		{"equal", "10", "10", false},
+		{"larger", "100", "99", false},
+		{"beyond 64 bits", "18446744073709551616", "18446744073709551617", true},
+		{"not an integer", "abc", "10", false},
+		{"zero is not a resourceVersion", "0", "10", false},
+		{"empty", "", "10", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := rvLess(tt.a, tt.b); got != tt.want {
+				t.Errorf("rvLess(%q, %q): got %v, want %v", tt.a, tt.b, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestIndexNewestIgnoresNonIntegers(t *testing.T) {
+	ix := newIndex()
+	if got := ix.newest(); got != "" {
+		t.Errorf("empty index: got %q, want none", got)
+	}
+	ix.put("ns/a", entry{"u1", "99"})
+	ix.put("ns/b", entry{"u2", "100"})
+	ix.put("ns/c", entry{"u3", "zzz"})
+	if got := ix.newest(); got != "100" {
+		t.Errorf("newest: got %q, want 100", got)
 	}
 }
 

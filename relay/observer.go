@@ -75,6 +75,13 @@ const (
 	NoteFilteredQuiet
 	// NoteFilterError is a when expression that failed to evaluate (the change is published).
 	NoteFilterError
+	// NoteAhead is a resourceVersion ahead of the cluster's (checkpoint, object index, or a
+	// "too large resource version" answer): etcd was restored or the cluster rebuilt, and a
+	// relist follows.
+	NoteAhead
+	// NoteDeletePublished is a delete the relist diff would have inferred that the stream
+	// shows was published already (a crash lost its index record): not published again.
+	NoteDeletePublished
 )
 
 // filteredNote is the note of a change the rules suppressed for reason.

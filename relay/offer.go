@@ -195,7 +195,7 @@ func (in *intake) catchUp(ctx context.Context) error {
 			key := objectKey(obj.Unstructured)
 			uid := string(obj.GetUID())
 			prev, indexed := in.index.get(key)
-			if indexed && prev.UID == uid && prev.covers(obj.GetResourceVersion()) {
+			if indexed && prev.covers(uid, obj.GetResourceVersion()) {
 				return nil
 			}
 			t := event.Added

@@ -56,6 +56,8 @@ type intake struct {
 	log   zerolog.Logger
 	// release stops the open watch; set while a watch is open.
 	release func()
+	// publishedFailed is when reading the stream before an inferred delete last failed.
+	publishedFailed time.Time
 	// cache holds shaped states when the rules need previous states; nil otherwise.
 	cache shapedCache
 	// nsSignal wakes the watch when namespace labels changed; nsChanges returns which, with
@@ -102,10 +104,21 @@ func (in *intake) run(ctx context.Context, rv string) error {
 	// needPrime: resuming with rules that compare with previous states, read the states at
 	// the checkpoint first.
 	needPrime := !needList && in.cache != nil
+	// needCheck: before trusting rv (the checkpoint, or after a watch ended the last one
+	// seen), compare it with the cluster's (see checkResume). A watch ends every 5 to 10
+	// minutes, and an etcd restore restarts the apiservers, which ends it too: one list of
+	// a single object per watch is cheap enough to check each time. The object index loaded
+	// at start is checked once, with the checkpoint.
+	needCheck, rvField, newest := !needList, "checkpoint_rv", in.index.newest()
 	failures, permanentFailures := 0, 0
 	for ctx.Err() == nil {
 		var err error
 		switch {
+		case needCheck:
+			err = in.checkResume(ctx, rv, rvField, newest)
+			if err == nil {
+				needCheck, rvField, newest = false, "last_seen_rv", ""
+			}
 		case needPrime:
 			err = in.prime(ctx, rv)
 			if err == nil || (isPermanent(err) && !isExpired(err)) {
@@ -131,6 +144,7 @@ func (in *intake) run(ctx context.Context, rv string) error {
 			start := time.Now()
 			var opened bool
 			opened, err = in.watch(ctx, &rv)
+			needCheck = true
 			if errors.Is(err, errCatchUp) {
 				err = in.catchUp(ctx)
 				if err == nil {
@@ -155,18 +169,20 @@ func (in *intake) run(ctx context.Context, rv string) error {
 		}
 		in.src.synced.Store(false)
 		switch {
-		case isExpired(err) || errors.Is(err, errNeedRelist):
-			if isExpired(err) {
+		case isExpired(err) || isTooLarge(err) || errors.Is(err, errAhead) || errors.Is(err, errNeedRelist):
+			switch {
+			case isExpired(err):
 				in.src.note(NoteExpired)
+				in.log.Info().Str("rv", rv).Err(err).Msg("resourceVersion expired, relisting")
+			case isTooLarge(err):
+				in.src.note(NoteAhead)
+				in.log.Error().Str("rv", rv).Err(err).Msg("resourceVersion too large for the cluster (etcd restored, or buckets of a rebuilt cluster): relisting")
+			case errors.Is(err, errNeedRelist):
+				in.log.Info().Str("rv", rv).Err(err).Msg("namespace catch-up failed, relisting")
 			}
-			msg := "resourceVersion expired, relisting"
-			if !isExpired(err) {
-				msg = "namespace catch-up failed, relisting"
-			}
-			in.log.Info().Str("rv", rv).Err(err).Msg(msg)
 			// A relist rebuilds the cache of previous states too (its changes then carry
 			// none where the object changed meanwhile).
-			needList, needPrime = true, false
+			needList, needPrime, needCheck, newest = true, false, false, ""
 			continue
 		case isPermanent(err):
 			// Forbidden, unknown resource (a deleted CRD): retrying soon cannot help, but an
@@ -424,7 +440,7 @@ func (in *intake) change(ctx context.Context, obj object, typ watch.EventType) e
 	key := objectKey(obj.Unstructured)
 	uid, rv := string(obj.GetUID()), obj.GetResourceVersion()
 	prev, indexed := in.index.get(key)
-	if indexed && prev.covers(rv) {
+	if indexed && prev.covers(uid, rv) {
 		in.log.Debug().Str("key", key).Str("rv", rv).Msg("replay suppressed")
 		in.src.note(NoteReplaySuppressed)
 		in.refresh(obj)
@@ -519,6 +535,16 @@ func (in *intake) emitInferredDeleteMarked(ctx context.Context, key string, prev
 		delete(in.cache, key)
 	}
 	meta := in.src.meta(obj, event.Deleted, event.Relist)
+	if id, ok := in.deletePublished(ctx, meta); ok {
+		// Published before a crash that lost its index record: write only the record.
+		in.src.note(NoteDeletePublished)
+		in.log.Info().Str("key", key).Str("uid", prev.UID).Msg("delete already published: not inferred again")
+		it := &item{key: key, index: withID(in.src.record(key, "", ""), id, "index")}
+		if it.current() == nil {
+			return nil
+		}
+		return in.send(ctx, it)
+	}
 	// Filters see the last state the relay saw when it has one; the body stays the identity.
 	last := obj.Object
 	if old != nil {

@@ -120,6 +120,8 @@ type Source struct {
 	// nsClient reads one namespace of the resource, for catching up on a namespace that
 	// becomes selected.
 	nsClient func(ns string) reader
+	// published, when set, is read before an inferred delete (see deletePublished).
+	published PublishedLog
 
 	// pipe is the running pipeline, for status.
 	pipe atomic.Pointer[pipeline]

@@ -2,8 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"sync"
 	"time"
 
+	"github.com/rs/zerolog"
 	"k8s.io/client-go/rest"
 
 	"github.com/kube-nats-relay/kube-nats-relay/relay"
@@ -41,7 +45,7 @@ func relayOrStandBy(ctx context.Context, cfg Config, rc *rest.Config, conn *nats
 		live.set(wedged)
 		m.leader.Set(1)
 		defer m.leader.Set(0)
-		return rl.Run(ctx)
+		return relayAlone(ctx, conn, rl, ckpts)
 	}
 
 	l, err := newLeadership(cfg, rc)
@@ -66,4 +70,46 @@ func relayOrStandBy(ctx context.Context, cfg Config, rc *rest.Config, conn *nats
 		defer m.leader.Set(0)
 		return rl.Run(ctx)
 	})
+}
+
+// errSecondWriter ends the run of a relay without leader election that found a checkpoint
+// written by another process: two relays run on the same buckets (two pods overlapping during
+// an eviction or a rollout, even with the Recreate strategy). It exits non-zero so that
+// Kubernetes restarts it and the operator sees it, instead of leaving that resource stopped
+// while /healthz stays green.
+var errSecondWriter = errors.New("checkpoint written by another relay (no leader election): another relay runs on the same buckets; stopped publishing at once. Run one replica, or enable RELAY_LEADER_ELECT")
+
+// relayAlone relays without leader election until ctx ends. A checkpoint conflict stops the
+// whole process at once: publishing stops (the NATS connection is closed, as a leader does on
+// a conflict), and the run ends with errSecondWriter wrapping the conflict, which names the
+// checkpoint and the other writer.
+func relayAlone(ctx context.Context, conn *natsConn, rl *relay.Relay, ckpts *trackedCheckpoints) error {
+	runCtx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	conflicted := make(chan struct{})
+	var once sync.Once
+	ckpts.onConflict = func(err error) {
+		once.Do(func() {
+			zerolog.Ctx(ctx).Error().Err(err).Msg("checkpoint written by another relay: another relay runs on the same buckets without leader election; stopping at once")
+			conn.abort()
+			stop(fmt.Errorf("%w: %w", errSecondWriter, err))
+			close(conflicted)
+		})
+	}
+	done := make(chan error, 1)
+	go func() { done <- rl.Run(runCtx) }()
+	select {
+	case err := <-done:
+		if cause := context.Cause(runCtx); errors.Is(cause, errSecondWriter) {
+			return cause
+		}
+		return err
+	case <-conflicted:
+		// Nothing can be published any more: let the sources log their end, then exit.
+		select {
+		case <-done:
+		case <-time.After(leaseLostGrace):
+		}
+		return context.Cause(runCtx)
+	}
 }

@@ -45,6 +45,7 @@ type metrics struct {
 	lag             *prometheus.HistogramVec
 	lists           *prometheus.CounterVec
 	expired         *prometheus.CounterVec
+	ahead           *prometheus.CounterVec
 	replays         *prometheus.CounterVec
 	filtered        *prometheus.CounterVec
 	filterErrors    *prometheus.CounterVec
@@ -80,8 +81,10 @@ func newMetrics() *metrics {
 		"Completed lists: the first one without a checkpoint (initial-sync) and relists after a 410 (relist).", "resource", "origin")
 	m.expired = counter("resource_version_expired_total",
 		"Watches or lists answered 410 Gone: the resourceVersion left the apiserver's history and a relist follows.", "resource")
+	m.ahead = counter("resource_version_ahead_total",
+		"Resumes whose resourceVersion (checkpoint, object index or last seen) was ahead of the cluster's, or answered 'too large resource version': etcd was restored or the cluster rebuilt under the same name; a relist follows.", "resource")
 	m.replays = counter("replays_suppressed_total",
-		"Replayed changes kept out: by the object index (never published again) or by the JetStream duplicate window (published, dropped by the server as a repeat).",
+		"Replayed changes kept out: by the object index (never published again), by the stream (a delete the relist would infer that the stream holds already) or by the JetStream duplicate window (published, dropped by the server as a repeat).",
 		"resource", "by")
 	m.filtered = counter("changes_filtered_total",
 		"Changes the rules kept out, by reason: namespace (not selected), event-type, when (the expression returned false), quiet (only quiet fields changed).",
@@ -94,7 +97,7 @@ func newMetrics() *metrics {
 	m.leader = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: metricsNamespace, Name: "leader",
 		Help: "1 while this process relays (holds the lease, or runs without leader election), 0 while it stands by."})
 	m.reg.MustRegister(m.published, m.oversize, m.publishErrors, m.publishRetries, m.publishDuration, m.lag,
-		m.lists, m.expired, m.replays, m.filtered, m.filterErrors, m.undeliverable, m.leader, &m.sampled,
+		m.lists, m.expired, m.ahead, m.replays, m.filtered, m.filterErrors, m.undeliverable, m.leader, &m.sampled,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -147,8 +150,12 @@ func (o sourceObserver) Noted(n relay.Note) {
 		o.m.lists.WithLabelValues(o.resource, "relist").Inc()
 	case relay.NoteExpired:
 		o.m.expired.WithLabelValues(o.resource).Inc()
+	case relay.NoteAhead:
+		o.m.ahead.WithLabelValues(o.resource).Inc()
 	case relay.NoteReplaySuppressed:
 		o.m.replays.WithLabelValues(o.resource, "index").Inc()
+	case relay.NoteDeletePublished:
+		o.m.replays.WithLabelValues(o.resource, "stream").Inc()
 	case relay.NoteFilteredNamespace:
 		o.m.filtered.WithLabelValues(o.resource, "namespace").Inc()
 	case relay.NoteFilteredEventType:

@@ -110,7 +110,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("jetstream: %w", err)
 	}
-	if _, err := relay.EnsureStream(ctx, js, relay.StreamConfig{
+	stream, err := relay.EnsureStream(ctx, js, relay.StreamConfig{
 		Name:       cfg.Stream,
 		Prefix:     cfg.SubjectPrefix,
 		Cluster:    cfg.Cluster,
@@ -119,7 +119,8 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		MaxAge:     cfg.MaxAge.Duration,
 		Resources:  resources,
 		MaxPayload: int(nc.MaxPayload()),
-	}); err != nil {
+	})
+	if err != nil {
 		return unusable(err, "RELAY_STREAM", cfg.Stream)
 	}
 	store, err := checkpoint.Open(ctx, js, checkpoint.Config{Bucket: cfg.CheckpointBucket, Replicas: cfg.StreamReplicas.Int})
@@ -156,7 +157,8 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	built := make([]*relay.Source, len(plans))
 	for i, p := range plans {
-		built[i] = relay.NewSource(p.cfg, dyn, js, ckpts, objIdx).WithRules(sourceRules{p.rules}).WithDenials(denials)
+		built[i] = relay.NewSource(p.cfg, dyn, js, ckpts, objIdx).WithRules(sourceRules{p.rules}).
+			WithDenials(denials).WithPublishedLog(relay.StreamLog{Stream: stream})
 		if err := built[i].ReadThrough(raw); err != nil {
 			return fmt.Errorf("kubernetes client: %w", err)
 		}

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// dropProxy forwards NATS client connections to a server and reads the protocol the clients
+// send: once armed with a subject, it drops every publish to that subject (the server never
+// sees it, the client never gets its ack) and reports the first one. Between the relay and
+// nats-server it is a fault point at an exact message: a write that never lands, whatever the
+// timing.
+type dropProxy struct {
+	l      net.Listener
+	target string
+
+	mu      sync.Mutex
+	subject string
+	conns   map[net.Conn]struct{}
+	// dropped receives the subject of the first publish dropped after arm.
+	dropped chan string
+}
+
+func startDropProxy(t *testing.T, target string) *dropProxy {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("proxy: %v", err)
+	}
+	p := &dropProxy{l: l, target: target, conns: make(map[net.Conn]struct{}), dropped: make(chan string, 1)}
+	go p.serve()
+	t.Cleanup(func() {
+		l.Close()
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		for c := range p.conns {
+			c.Close()
+		}
+	})
+	return p
+}
+
+// url is the NATS URL that reaches the server through the proxy.
+func (p *dropProxy) url() string { return "nats://" + p.l.Addr().String() }
+
+// arm makes the proxy drop every publish to subject from now on.
+func (p *dropProxy) arm(subject string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.subject = subject
+}
+
+func (p *dropProxy) drops(subject string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.subject != "" && subject == p.subject
+}
+
+func (p *dropProxy) serve() {
+	for {
+		c, err := p.l.Accept()
+		if err != nil {
+			return
+		}
+		go p.forward(c)
+	}
+}
+
+func (p *dropProxy) forward(c net.Conn) {
+	u, err := net.Dial("tcp", p.target)
+	if err != nil {
+		c.Close()
+		return
+	}
+	p.mu.Lock()
+	p.conns[c], p.conns[u] = struct{}{}, struct{}{}
+	p.mu.Unlock()
+	done := make(chan struct{}, 2)
+	go func() { _ = p.filter(u, c); done <- struct{}{} }()
+	go func() { _, _ = io.Copy(c, u); done <- struct{}{} }()
+	<-done
+	c.Close()
+	u.Close()
+	p.mu.Lock()
+	delete(p.conns, c)
+	delete(p.conns, u)
+	p.mu.Unlock()
+}
+
+// filter copies the client protocol from src to dst, one operation at a time, leaving out the
+// publishes that drops selects. Every operation is a line; PUB and HPUB lines are followed by
+// their payload (headers included) and CRLF.
+func (p *dropProxy) filter(dst io.Writer, src io.Reader) error {
+	r := bufio.NewReader(src)
+	w := bufio.NewWriter(dst)
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			return err
+		}
+		args := strings.Fields(line)
+		var payload []byte
+		if len(args) > 0 && (strings.EqualFold(args[0], "PUB") || strings.EqualFold(args[0], "HPUB")) {
+			size, err := strconv.Atoi(args[len(args)-1])
+			if err != nil {
+				return fmt.Errorf("bad publish line %q: %w", line, err)
+			}
+			payload = make([]byte, size+2)
+			if _, err := io.ReadFull(r, payload); err != nil {
+				return err
+			}
+			if p.drops(args[1]) {
+				select {
+				case p.dropped <- args[1]:
+				default:
+				}
+				continue
+			}
+		}
+		if _, err := w.WriteString(line); err != nil {
+			return err
+		}
+		if _, err := w.Write(payload); err != nil {
+			return err
+		}
+		if r.Buffered() == 0 {
+			if err := w.Flush(); err != nil {
+				return err
+			}
+		}
+	}
+}
