@@ -118,6 +118,7 @@ func mergePrevious(cfg Config, r *Results, path string) *Results {
 	take(ScenarioCatchup, r.Catchup != nil, func() { merged.Catchup = old.Catchup })
 	take(ScenarioSteady, r.Steady != nil, func() { merged.Steady = old.Steady })
 	take(ScenarioMemory, r.Memory != nil, func() { merged.Memory = old.Memory })
+	take(ScenarioBudget, r.Budget != nil, func() { merged.Budget = old.Budget })
 	take(ScenarioProfile, r.Profile != nil, func() { merged.Profile = old.Profile })
 	take(ScenarioMicro, r.Micro != nil, func() { merged.Micro = old.Micro })
 	if len(kept) == 0 {
