@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kube-nats-relay/kube-nats-relay/event"
 )
@@ -75,6 +77,18 @@ func TestSmallMemoryBudgetRelaysLargeObjectsCompletelyInOrder(t *testing.T) {
 		}
 	}
 	msgs := waitFor(t, js, stream, "every change", func(m []received) bool { return len(m) >= 2*n*3 })
+	// Every change is acknowledged: the budget is all given back.
+	addr := healthAddr(t, r)
+	if v, ok := metricValue(scrape(t, addr), "kube_nats_relay_memory_budget_bytes"); !ok || v != 1<<20 {
+		t.Errorf("kube_nats_relay_memory_budget_bytes: got %v (present %v), want %d", v, ok, 1<<20)
+	}
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		v, ok := metricValue(scrape(t, addr), "kube_nats_relay_memory_budget_used_bytes")
+		return ok && v == 0, nil
+	})
+	if err != nil {
+		t.Errorf("memory budget still held once every change was acknowledged:\n%s", scrape(t, addr))
+	}
 	r.stop(t)
 
 	if len(msgs) != 2*n*3 {

@@ -140,6 +140,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		return fmt.Errorf("kubernetes client: %w", err)
 	}
 	budget := newBudget(log, cfg)
+	m.observeBudget(budget)
 	built := make([]*relay.Source, len(plans))
 	for i, p := range plans {
 		built[i] = relay.NewSource(p.cfg, dyn, js, ckpts, objIdx).WithRules(sourceRules{p.rules}).WithBudget(budget)

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -29,6 +30,9 @@ const (
 	// gzip'd and base64'd twice); secretData is the raw data that encodes to about it.
 	secretBytes = 870_000
 	secretData  = secretBytes * 3 / 4
+	// publishSecretsRules publishes Secret values, so that each event carries the whole
+	// object and the changes, not only the list pages, fill the budget.
+	publishSecretsRules = "resources:\n  - resource: secrets\n    redactSecrets: false\n"
 )
 
 // Namespaces of the budget scenario.
@@ -76,13 +80,15 @@ func (e *Env) runBudget(ctx context.Context) (*Budget, error) {
 	for _, r := range []struct {
 		what, resource, ns string
 		objects, bytes     int
+		rules              string
 	}{
-		{"nothing (base)", "secrets", nsEmpty, 0, 0},
-		{"Secrets", "secrets", nsSecrets, e.cfg.BudgetSecrets, secretBytes},
-		{"small ConfigMaps", "configmaps", nsMemory, e.cfg.BudgetObjects, e.cfg.ObjectBytes},
+		{"nothing (base)", "secrets", nsEmpty, 0, 0, ""},
+		{"Secrets, values redacted (the default)", "secrets", nsSecrets, e.cfg.BudgetSecrets, secretBytes, ""},
+		{"Secrets, values published", "secrets", nsSecrets, e.cfg.BudgetSecrets, secretBytes, publishSecretsRules},
+		{"small ConfigMaps", "configmaps", nsMemory, e.cfg.BudgetObjects, e.cfg.ObjectBytes, ""},
 	} {
 		runCtx, cancel := context.WithTimeoutCause(ctx, e.cfg.RunTimeout, errRunTimeout)
-		run := e.budgetOnce(runCtx, r.what, r.resource, r.ns, r.objects, r.bytes)
+		run := e.budgetOnce(runCtx, r.what, r.resource, r.ns, r.objects, r.bytes, r.rules)
 		cancel()
 		if ctx.Err() != nil {
 			return res, ctx.Err()
@@ -132,8 +138,17 @@ func (e *Env) createSecrets(ctx context.Context, namespace string, n int) (int, 
 
 // budgetOnce runs the relay over resource in namespace until its objects are published and
 // its checkpoint written, and reads its peak RSS and the budget it logged.
-func (e *Env) budgetOnce(ctx context.Context, what, resource, namespace string, objects, bytes int) BudgetRun {
+func (e *Env) budgetOnce(ctx context.Context, what, resource, namespace string, objects, bytes int, rules string) BudgetRun {
 	run := BudgetRun{What: what, Resource: resource, Objects: objects, ObjectBytes: bytes}
+	vars := []string{fmt.Sprintf("GOMEMLIMIT=%d", chartGoMemLimit)}
+	if rules != "" {
+		path := filepath.Join(e.cfg.LogDir, "budget-rules.yaml")
+		if err := os.WriteFile(path, []byte(rules), 0o600); err != nil {
+			run.Err = err.Error()
+			return run
+		}
+		vars = append(vars, "RELAY_RULES_FILE="+path)
+	}
 	nm := namesFor(Relay)
 	if err := e.freshStream(ctx, nm); err != nil {
 		run.Err = err.Error()
@@ -141,7 +156,7 @@ func (e *Env) budgetOnce(ctx context.Context, what, resource, namespace string, 
 	}
 	defer e.dropStream(context.WithoutCancel(ctx), nm)
 	m := e.meter()
-	c, err := startChild(Relay, e.cfg.RelayBin, nil, []string{
+	c, err := startChild(Relay, e.cfg.RelayBin, nil, append([]string{
 		"KUBECONFIG=" + e.test.Kube.KubeconfigPath(),
 		"NATS_URL=" + e.test.NATS.URL(),
 		"RELAY_RESOURCES=" + resource,
@@ -152,8 +167,7 @@ func (e *Env) budgetOnce(ctx context.Context, what, resource, namespace string, 
 		"RELAY_INDEX_BUCKET=" + nm.index,
 		"RELAY_HTTP_ADDR=127.0.0.1:0",
 		"RELAY_LOG_LEVEL=info",
-		fmt.Sprintf("GOMEMLIMIT=%d", chartGoMemLimit),
-	}, filepath.Join(e.cfg.LogDir, "relay-budget.log"))
+	}, vars...), filepath.Join(e.cfg.LogDir, "relay-budget.log"))
 	if err != nil {
 		run.Err = err.Error()
 		return run
