@@ -23,7 +23,7 @@ const (
 	// the GOMEMLIMIT the chart sets from it (90%): the budget scenario runs the relay as the
 	// chart does.
 	chartMemoryLimit = 256 << 20
-	chartGoMemLimit  = chartMemoryLimit / 100 * 90
+	chartGoMemLimit  = chartMemoryLimit * 90 / 100
 	// budgetRatio is the target: peak RSS at most this many times budget plus base.
 	budgetRatio = 1.5
 	// secretBytes is the size of each Secret's JSON, like a Helm release Secret (the release
@@ -65,7 +65,7 @@ func (e *Env) runBudget(ctx context.Context) (*Budget, error) {
 	if err != nil {
 		return res, err
 	}
-	e.noteSetup("create Secrets of "+fmtBytes(secretBytes)+" in "+nsSecrets, made, float64(made)/time.Since(start).Seconds(), time.Since(start))
+	e.noteSetup("create Secrets of "+fmtSize(secretBytes)+" in "+nsSecrets, made, float64(made)/time.Since(start).Seconds(), time.Since(start))
 	have, _, err := e.countObjects(ctx, nsMemory)
 	if err != nil {
 		return res, err
@@ -274,10 +274,10 @@ func renderBudget(sb *strings.Builder, r *Results) {
 	w("### 5. Memory budget: peak RSS with large and with many objects\n\n")
 	w("The relay binary runs as the chart runs it: GOMEMLIMIT=%d (90%% of the chart's default limit, %s), the memory budget derived from it (half). Each run relays one namespace from scratch until every event is acknowledged and the checkpoint written; peak RSS is VmHWM (/proc/<pid>/status). The base is the peak RSS of the same relay over an empty namespace. Target: peak RSS under the chart's limit and at most %.1f × (budget + base).\n\n",
 		b.GoMemLimit, fmtBytes(float64(b.Limit)), b.Ratio)
-	w("| relayed | objects | object size | budget | base | peak RSS | peak ÷ (budget + base) | under %s | sync time |\n|---|---:|---:|---:|---:|---:|---:|---|---:|\n", fmtBytes(float64(b.Limit)))
+	w("| relayed | resource | objects | object size | budget | base | peak RSS | peak ÷ (budget + base) | under %s | sync time |\n|---|---|---:|---:|---:|---:|---:|---:|---|---:|\n", fmtBytes(float64(b.Limit)))
 	for _, run := range b.Runs {
 		if run.Err != "" {
-			w("| %s | %s | | | | failed: %s | | | |\n", run.What, fmtCount(run.Objects), run.Err)
+			w("| %s | %s | %s | | | | failed: %s | | | |\n", run.What, run.Resource, fmtCount(run.Objects), run.Err)
 			continue
 		}
 		ratio, under := "–", "–"
@@ -290,9 +290,9 @@ func renderBudget(sb *strings.Builder, r *Results) {
 		}
 		size := "–"
 		if run.ObjectBytes > 0 {
-			size = fmtBytes(float64(run.ObjectBytes))
+			size = fmtSize(run.ObjectBytes)
 		}
-		w("| %s (%s) | %s | %s | %s | %s | %s | %s | %s | %s |\n", run.What, run.Resource, fmtCount(run.Objects), size,
+		w("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", run.What, run.Resource, fmtCount(run.Objects), size,
 			fmtOptBytes(float64(run.Budget)), fmtOptBytes(float64(base)), fmtOptBytes(float64(run.PeakRSS)), ratio, under, fmtDur(run.SyncTook))
 	}
 	w("\n")
@@ -303,4 +303,9 @@ func budgetVerdict(ok bool) string {
 		return "met"
 	}
 	return "**missed**"
+}
+
+// fmtSize writes an object's size in KB (10^3 bytes), as object sizes are usually quoted.
+func fmtSize(n int) string {
+	return fmt.Sprintf("%d KB", (n+500)/1000)
 }
