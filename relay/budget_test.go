@@ -393,40 +393,37 @@ func waitUsed(t *testing.T, b *Budget, want int64) {
 
 func TestPipelineGivesEachChangesChargeBackWhenItIsRetired(t *testing.T) {
 	b := NewBudget(1 << 20)
-	r := startPipeline(t, 10)
-	r.p.budget = b
-	items := []*item{change("a", "s.a", "1"), change("b", "s.b", "2")}
-	for _, it := range items {
+	pub := &fakePublisher{sent: make(chan *fakeFuture, 100)}
+	p := newPipeline(pub, 100, 10, func(string, bool) {}, nil)
+	p.budget = b
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- p.run(ctx, make(chan struct{})) }()
+
+	// a and b are independent objects; c is b's next change, sent once b is done.
+	var charged []int64
+	for _, it := range []*item{change("a", "s.a", "1"), change("b", "s.b", "2"), change("b", "s.b", "3")} {
 		it.msg.Data = make([]byte, 1000)
 		c, ok := b.tryChange(it.size())
 		if !ok {
 			t.Fatal("tryChange refused")
 		}
 		it.charged = c
-		r.p.in <- it
+		charged = append(charged, c)
+		p.in <- it
 	}
-	fa := <-r.pub.sent
-	fb := <-r.pub.sent
-	// b is acked first but retired only after a: its charge is held until then.
+	fa, fb := <-pub.sent, <-pub.sent
 	fb.ack()
-	waitFor(t, func() bool { return items[1].done }, "b done")
-	if got, want := b.Used(), items[0].charged+items[1].charged; got != want || want == 0 {
-		t.Errorf("used with a unacked: got %d, want %d", got, want)
+	fc := <-pub.sent // b is done: its object's next change went out
+	// b is acked but retired only after a, which is not: its charge is still held.
+	if got, want := b.Used(), charged[0]+charged[1]+charged[2]; got != want {
+		t.Errorf("used with a unacked: got %d, want %d (b's charge held until a is acked)", got, want)
 	}
 	fa.ack()
+	waitUsed(t, b, charged[2])
+	fc.ack()
 	waitUsed(t, b, 0)
-}
-
-// waitFor polls cond until it holds.
-func waitFor(t *testing.T, cond func() bool, what string) {
-	t.Helper()
-	deadline := time.Now().Add(testWait)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not reached after %s", what, testWait)
-		}
-		time.Sleep(time.Millisecond)
-	}
 }
 
 func TestItemSizeCountsEveryMessage(t *testing.T) {
