@@ -19,7 +19,8 @@ import (
 //
 // Either way a single holder larger than the whole budget passes once it is alone (it is
 // charged the whole budget), so that no object is too large to relay. The bound is then
-// exceeded by at most one object (a change admitted while pages are held). Waiters of each
+// exceeded by one object (a change admitted while pages are held), and by a page that turns
+// out larger than it reserved (growPage). Waiters of each
 // kind are served in arrival order, so a large one is not starved by a stream of small ones.
 //
 // A nil *Budget bounds nothing: every reservation succeeds at once.
