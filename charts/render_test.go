@@ -270,6 +270,26 @@ func TestTemplateEnvOverrides(t *testing.T) {
 	checkEnv(t, r.deployment(t), map[string]string{"RELAY_CLUSTER": "staging", "RELAY_LOG_LEVEL": "debug"})
 }
 
+func TestTemplateSetsGOMEMLIMITFromTheMemoryLimit(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		sets []string
+		want string // "": unset
+	}{
+		{"the default limit, 256Mi at 90%", nil, "241591910"},
+		{"decimal suffix", []string{"resources.limits.memory=1G"}, "900000000"},
+		{"fraction", []string{"resources.limits.memory=1.5Gi"}, "1449551462"},
+		{"plain bytes", []string{"resources.limits.memory=1000000"}, "900000"},
+		{"another percentage", []string{"goMemLimitPercent=50"}, "134217728"},
+		{"no limit: the relay reads its cgroup", []string{"resources.limits=null"}, ""},
+		{"env overrides it", []string{"env.GOMEMLIMIT=100MiB"}, "100MiB"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			checkEnv(t, render(t, releaseNS, nil, tc.sets).deployment(t), map[string]string{"GOMEMLIMIT": tc.want})
+		})
+	}
+}
+
 func TestTemplateRejects(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -284,6 +304,7 @@ func TestTemplateRejects(t *testing.T) {
 		{"misspelt value", nil, []string{"relay.namespace=x"}, "namespace"},
 		{"kind instead of resource", nil, []string{"relay.resources={Deployment}"}, "resources"},
 		{"bad duration", nil, []string{"relay.maxAge=3 days"}, "maxAge"},
+		{"memory limit the chart cannot read", nil, []string{"resources.limits.memory=1e9"}, "resources.limits.memory"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, err := renderRaw(t, releaseNS, tc.files, tc.sets)

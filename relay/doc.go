@@ -25,6 +25,11 @@
 //     the watch is released and resumed later from the last resourceVersion read.
 //   - Per object the source keeps an index entry (uid and resourceVersion), and the shaped
 //     object only when its Rules need the previous state (Rules.NeedsOld).
+//   - With a Budget (WithBudget), what the sources hold of objects between reading and ack
+//     (list pages, buffered changes, publishes in flight) stays within its bytes, but for
+//     one change let through alone and a list page whose objects turn out larger than the
+//     last page's (pages are sized to the bytes per object seen). An object larger than the
+//     whole budget still passes, alone.
 //
 // Objects are read through the apiserver's JSON. When the Rules only select and strip
 // (AsReadRules), bodies are published as the apiserver sent them with the stripped members

@@ -86,6 +86,8 @@ type item struct {
 	// received is when intake handed the item on (the change's receipt); sent is when the
 	// current step was last handed to the client. Both feed the observer.
 	received, sent time.Time
+	// charged is what the item holds of the memory budget (see Budget).
+	charged int64
 }
 
 // current returns the message of the step in progress: mirror, event, index (skipping the
@@ -172,6 +174,8 @@ type pipeline struct {
 	denials *Denials
 	// obs, when set, is told about acks, failures and retries.
 	obs Observer
+	// budget gets back each item's charge when the item is retired (or given up at exit).
+	budget *Budget
 
 	// progress is when the run loop last did something (took an item, got an ack or an
 	// error, sent a retry), in Unix nanoseconds; held is how many items it holds; exited is
@@ -249,6 +253,11 @@ func (p *pipeline) run(ctx context.Context, stop <-chan struct{}) error {
 		backingOff = make(map[*item]bool)
 	)
 	defer p.exited.Store(true)
+	defer func() {
+		for _, it := range pending {
+			it.release(p.budget)
+		}
+	}()
 	send := func(it *item) {
 		inflight++
 		it.sent = time.Now()
@@ -281,6 +290,7 @@ func (p *pipeline) run(ctx context.Context, stop <-chan struct{}) error {
 		last, urgent := "", false
 		n := 0
 		for ; n < len(pending) && pending[n].done; n++ {
+			pending[n].release(p.budget)
 			if pending[n].rv != "" {
 				last = pending[n].rv
 				urgent = urgent || pending[n].urgent

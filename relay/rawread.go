@@ -43,6 +43,8 @@ type page struct {
 	resourceVersion string
 	continueToken   string
 	items           []object
+	// bytes is the size of the response the page was read from; 0 when unknown.
+	bytes int64
 }
 
 // dynamicReader reads through client-go's dynamic client.
@@ -126,7 +128,11 @@ type rawReader struct {
 	gvr    schema.GroupVersionResource
 	ns     string
 	asRead *asRead
+	// budget bounds the bytes of the list pages read at once; nil: no bound.
+	budget *Budget
 }
+
+func (r *rawReader) listBudget() *Budget { return r.budget }
 
 func (r *RawReaders) reader(gvr schema.GroupVersionResource, ns string) (*rawReader, error) {
 	c, err := r.client(gvr.GroupVersion())
@@ -157,6 +163,7 @@ func (r *rawReader) List(ctx context.Context, opts metav1.ListOptions) (*page, e
 		if err != nil {
 			return nil, fmt.Errorf("decode list of %s: %w", r.gvr.Resource, err)
 		}
+		p.bytes = int64(len(body))
 		return p, nil
 	}
 	var list struct {
@@ -171,7 +178,8 @@ func (r *rawReader) List(ctx context.Context, opts metav1.ListOptions) (*page, e
 	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(body, &list); err != nil {
 		return nil, fmt.Errorf("decode list of %s: %w", r.gvr.Resource, err)
 	}
-	p := &page{resourceVersion: list.Metadata.ResourceVersion, continueToken: list.Metadata.Continue, items: make([]object, len(list.Items))}
+	p := &page{resourceVersion: list.Metadata.ResourceVersion, continueToken: list.Metadata.Continue, items: make([]object, len(list.Items)),
+		bytes: int64(len(body))}
 	// The apiserver leaves kind and apiVersion out of the items of built-in lists.
 	kind := strings.TrimSuffix(list.Kind, "List")
 	for i, obj := range list.Items {

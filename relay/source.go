@@ -324,30 +324,49 @@ func (s *Source) listPages(ctx context.Context, rv string, fn func(object) error
 func listPages(ctx context.Context, client reader, labelSelector, fieldSelector, rv string, fn func(object) error) (string, error) {
 	type result struct {
 		page *page
-		err  error
+		// charged is what the page holds of the budget.
+		charged int64
+		err     error
 	}
 	// The next page is fetched while fn handles the current one: a list of many pages then
 	// costs about the apiserver's time or ours, not their sum. One page ahead bounds the
-	// memory to two pages.
+	// memory to two pages, and the budget bounds their bytes: each request asks for as many
+	// objects as fit a page's share (see pager), and waits until its estimate fits.
+	budget := budgetOf(client)
 	pages := make(chan result, 1)
 	fetchCtx, cancel := context.WithCancel(ctx)
 	defer func() {
 		cancel()
-		for range pages { // wait for the fetcher to stop
+		for r := range pages { // wait for the fetcher to stop
+			budget.releasePage(r.charged)
 		}
 	}()
 	go func() {
 		defer close(pages)
+		pg := newPager(budget)
 		opts := metav1.ListOptions{LabelSelector: labelSelector, FieldSelector: fieldSelector, Limit: listPageSize}
 		if rv != "" {
 			opts.ResourceVersion = rv
 			opts.ResourceVersionMatch = metav1.ResourceVersionMatchExact
 		}
 		for {
+			charged, err := budget.reservePage(fetchCtx, pg.estimate())
+			if err != nil {
+				return // ctx ended
+			}
+			opts.Limit = pg.limit
 			page, err := client.List(fetchCtx, opts)
+			if err == nil {
+				charged = chargePage(budget, charged, page.bytes)
+				pg.observe(page.bytes, len(page.items))
+			} else {
+				budget.releasePage(charged)
+				charged = 0
+			}
 			select {
-			case pages <- result{page, err}:
+			case pages <- result{page, charged, err}:
 			case <-fetchCtx.Done():
+				budget.releasePage(charged)
 				return
 			}
 			if err != nil || page.continueToken == "" {
@@ -365,10 +384,8 @@ func listPages(ctx context.Context, client reader, labelSelector, fieldSelector,
 		if listRV == "" {
 			listRV = r.page.resourceVersion
 		}
-		for _, obj := range r.page.items {
-			if err := fn(obj); err != nil {
-				return "", err
-			}
+		if err := handPage(r.page, r.charged, budget, fn); err != nil {
+			return "", err
 		}
 	}
 	if err := ctx.Err(); err != nil {
@@ -577,8 +594,16 @@ func (in *intake) markUrgent(ctx context.Context, rv string) error {
 // send hands an item to the pipeline, waiting while the buffer is full: the watch is not
 // read meanwhile, which is the back-pressure the apiserver sees. After watchStallLimit the
 // open watch is released (the item is still handed on; the next watch resumes after it).
-func (in *intake) send(ctx context.Context, it *item) error {
+func (in *intake) send(ctx context.Context, it *item) (err error) {
 	it.received = time.Now()
+	if err := in.reserve(ctx, it); err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			it.release(in.src.budget)
+		}
+	}()
 	select {
 	case in.out <- it:
 		return nil

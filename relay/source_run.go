@@ -136,6 +136,8 @@ type Source struct {
 	// changes given up on.
 	denials     *Denials
 	undelivered undeliveredLog
+	// budget bounds the bytes of list pages and changes held (nil: no bound); shared.
+	budget *Budget
 }
 
 // Status reports whether the source is watching, or why not.
@@ -191,12 +193,24 @@ func (s *Source) ReadThrough(r *RawReaders) error {
 	if err != nil {
 		return err
 	}
+	rd.budget = s.budget
 	s.client = rd
 	s.nsClient = func(ns string) reader {
-		return &rawReader{client: rd.client, gvr: gvr, ns: ns, asRead: rd.asRead}
+		return &rawReader{client: rd.client, gvr: gvr, ns: ns, asRead: rd.asRead, budget: s.budget}
 	}
 	s.readMode()
 	return nil
+}
+
+// WithBudget makes the source hold its list pages and its changes between reading and ack
+// within b, which other sources may share (nil: bounded by counts only). Only list pages read
+// through RawReaders (ReadThrough) are sized and counted; changes always are.
+func (s *Source) WithBudget(b *Budget) *Source {
+	s.budget = b
+	if rd, ok := s.client.(*rawReader); ok {
+		rd.budget = b
+	}
+	return s
 }
 
 // WithRules makes the source filter and shape changes with r.
@@ -290,6 +304,7 @@ func (s *Source) Run(ctx context.Context) error {
 	})
 	p.obs = s.obs
 	p.onRefused, p.denials = s.onRefused(log), s.denials
+	p.budget = s.budget
 	s.pipe.Store(p)
 	in := &intake{src: s, out: p.in, index: s.index, log: log}
 
@@ -327,6 +342,7 @@ func (s *Source) Run(ctx context.Context) error {
 	})
 	g.Go(func() error { return cp.run(srcCtx, context.WithoutCancel(ctx), pipelineDone, finalSave, fail, log) })
 	_ = g.Wait()
+	p.releaseBuffered()
 	if cause := context.Cause(srcCtx); cause != nil && ctx.Err() == nil {
 		err := fmt.Errorf("%w: %s: %w", ErrPermanent, s.describe(), cause)
 		s.failure.Store(&err)

@@ -132,6 +132,10 @@ type Config struct {
 	// MaxInflight bounds unacknowledged asynchronous publishes; 256 keeps a
 	// remote server's round trip busy without holding much memory.
 	MaxInflight Integer `envconfig:"RELAY_MAX_INFLIGHT" default:"256" desc:"asynchronous publishes awaiting acknowledgement"`
+	// MemoryBudget bounds the bytes of objects held between reading and ack, shared by all
+	// resources (list pages, buffered changes, publishes in flight); unset derives it from
+	// the memory limit (see chooseMemoryBudget).
+	MemoryBudget ByteQuantity `envconfig:"RELAY_MEMORY_BUDGET" desc:"bytes of objects held between reading and ack, all resources together (64Mi, 1G; 1Mi to 1Ti); unset: half of GOMEMLIMIT, else of 90% of the container's memory limit (which then sets GOMEMLIMIT), else 256Mi"`
 	// ShutdownTimeout bounds draining publishes and saving checkpoints after
 	// SIGTERM. 8s fits inside the 10s docker stop waits before SIGKILL (and
 	// Kubernetes' 30s grace period).

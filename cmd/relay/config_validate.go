@@ -63,6 +63,7 @@ func (c Config) validate() (*filter.File, error) {
 	c.validateNATS(&ps)
 	rules := c.validateSelection(&ps)
 	c.validateOutput(&ps)
+	c.validateMemory(&ps)
 	c.validateLogging(&ps)
 	c.validateLeaderElection(&ps)
 	return rules, ps.err()

@@ -155,10 +155,12 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("kubernetes client: %w", err)
 	}
+	budget := newBudget(log, cfg)
+	m.observeBudget(budget)
 	built := make([]*relay.Source, len(plans))
 	for i, p := range plans {
 		built[i] = relay.NewSource(p.cfg, dyn, js, ckpts, objIdx).WithRules(sourceRules{p.rules}).
-			WithDenials(denials).WithPublishedLog(relay.StreamLog{Stream: stream})
+			WithDenials(denials).WithPublishedLog(relay.StreamLog{Stream: stream}).WithBudget(budget)
 		if err := built[i].ReadThrough(raw); err != nil {
 			return fmt.Errorf("kubernetes client: %w", err)
 		}

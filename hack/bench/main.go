@@ -56,6 +56,8 @@ func run(ctx context.Context, args []string) error {
 	steadyRates := fs.String("steady-rates", joinInts(full.SteadyRates), "comma-separated steady-state write rates, changes/s")
 	steadyDuration := fs.Duration("steady-duration", full.SteadyDuration, "length of each steady-state window (quick: 5s)")
 	memoryObjects := fs.String("memory-objects", joinInts(full.MemoryObjects), "comma-separated ascending object counts memory is measured at (quick: 2000,10000)")
+	budgetSecrets := fs.Int("budget-secrets", full.BudgetSecrets, "Secrets of about 870 KB the budget scenario relays from one namespace")
+	budgetObjects := fs.Int("budget-objects", full.BudgetObjects, "small ConfigMaps the budget scenario relays (quick: 10000)")
 	settle := fs.Duration("settle", full.Settle, "idle time before reading memory; over 2m the GC trace shows the idle-forced GC (quick: 5s)")
 	objectBytes := fs.Int("object-bytes", full.ObjectBytes, "approximate JSON size of each ConfigMap")
 	writers := fs.Int("writers", full.Writers, "concurrent writers creating and updating objects")
@@ -99,6 +101,10 @@ func run(ctx context.Context, args []string) error {
 			cfg.SteadyDuration = *steadyDuration
 		case "memory-objects":
 			cfg.MemoryObjects, err = parseInts(*memoryObjects)
+		case "budget-secrets":
+			cfg.BudgetSecrets = *budgetSecrets
+		case "budget-objects":
+			cfg.BudgetObjects = *budgetObjects
 		case "settle":
 			cfg.Settle = *settle
 		case "object-bytes":

@@ -21,12 +21,13 @@ const (
 	ScenarioCatchup = "catchup"
 	ScenarioSteady  = "steady"
 	ScenarioMemory  = "memory"
+	ScenarioBudget  = "budget"
 	ScenarioProfile = "profile"
 	ScenarioMicro   = "micro"
 )
 
 // AllScenarios lists every scenario in run order.
-var AllScenarios = []string{ScenarioSync, ScenarioCatchup, ScenarioSteady, ScenarioMemory, ScenarioProfile, ScenarioMicro}
+var AllScenarios = []string{ScenarioSync, ScenarioCatchup, ScenarioSteady, ScenarioMemory, ScenarioBudget, ScenarioProfile, ScenarioMicro}
 
 // Config sizes a benchmark run. FullConfig has the sizes of issue 7; QuickConfig scales them
 // down so that a run takes a few minutes on a shared 2-core machine.
@@ -53,6 +54,9 @@ type Config struct {
 	SteadyDuration time.Duration
 	// MemoryObjects are the numbers of watched objects memory is measured at, ascending.
 	MemoryObjects []int
+	// BudgetSecrets is the number of Secrets of about 870 KB the budget scenario relays from
+	// one namespace; BudgetObjects the number of small ConfigMaps it relays.
+	BudgetSecrets, BudgetObjects int
 	// Settle is how long a contender sits idle after its sync before its memory is read. Go
 	// forces a garbage collection after 2 minutes without one, so a settle above that makes
 	// the GC trace's live heap the steady one, without the sync's transient garbage.
@@ -99,6 +103,8 @@ func FullConfig() Config {
 		SteadyRates:    []int{200, 1000},
 		SteadyDuration: 30 * time.Second,
 		MemoryObjects:  []int{10000, 100000},
+		BudgetSecrets:  120,
+		BudgetObjects:  100000,
 		Settle:         130 * time.Second,
 		ObjectBytes:    1024,
 		Writers:        32,
@@ -119,6 +125,7 @@ func QuickConfig() Config {
 	c.SteadyObjects = 500
 	c.SteadyDuration = 5 * time.Second
 	c.MemoryObjects = []int{2000, 10000}
+	c.BudgetObjects = 10000
 	c.Settle = 5 * time.Second
 	c.RunTimeout = 3 * time.Minute
 	c.MicroCount = 3
@@ -148,6 +155,7 @@ func (c Config) Validate() error {
 	check(c.SteadyDuration > 0, "steady duration %s: want more than 0", c.SteadyDuration)
 	check(len(c.MemoryObjects) > 0 && slices.IsSorted(c.MemoryObjects) && c.MemoryObjects[0] >= 1,
 		"memory objects %v: want ascending sizes of at least 1", c.MemoryObjects)
+	check(c.BudgetSecrets >= 1 && c.BudgetObjects >= 1, "budget secrets %d and objects %d: want at least 1 each", c.BudgetSecrets, c.BudgetObjects)
 	check(c.ObjectBytes >= metadataBytes+16, "object bytes %d: want at least %d", c.ObjectBytes, metadataBytes+16)
 	check(c.Writers >= 1, "writers %d: want at least 1", c.Writers)
 	check(c.RunTimeout > 0, "run timeout %s: want more than 0", c.RunTimeout)

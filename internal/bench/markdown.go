@@ -118,6 +118,7 @@ func mergePrevious(cfg Config, r *Results, path string) *Results {
 	take(ScenarioCatchup, r.Catchup != nil, func() { merged.Catchup = old.Catchup })
 	take(ScenarioSteady, r.Steady != nil, func() { merged.Steady = old.Steady })
 	take(ScenarioMemory, r.Memory != nil, func() { merged.Memory = old.Memory })
+	take(ScenarioBudget, r.Budget != nil, func() { merged.Budget = old.Budget })
 	take(ScenarioProfile, r.Profile != nil, func() { merged.Profile = old.Profile })
 	take(ScenarioMicro, r.Micro != nil, func() { merged.Micro = old.Micro })
 	if len(kept) == 0 {
@@ -183,6 +184,7 @@ test: the machine is shared and noisy, so read medians, ratios and the spread be
 make bench                          # the issue's sizes: about an hour on 2 cores
 make bench BENCH_FLAGS=-quick       # reduced sizes, a few minutes: checks that everything works
 make bench BENCH_FLAGS='-scenarios catchup'   # re-measure some scenarios, keep the others
+make bench BENCH_FLAGS='-scenarios budget'    # peak RSS against the memory budget alone (minutes)
 go run ./hack/bench -help           # every size and option
 ` + "```" + `
 
@@ -260,6 +262,13 @@ it. Reported numbers are medians over rounds.
   ` + "`cmd/relay`" + ` wires it: ` + "`relay.Source`" + `, the checkpoint store and the object index): HeapAlloc
   after two full GCs, minus the same before it started. Bytes per object are the growth between
   the smallest and the largest size, so fixed costs cancel.
+- **Memory budget**: the relay binary, run as the Helm chart runs it (` + "`GOMEMLIMIT`" + ` at 90%
+  of the chart's default 256Mi limit, the memory budget derived from it), relays one namespace
+  from scratch: an empty one (its peak RSS is the base), 120 Secrets of about 870 KB (like Helm
+  release Secrets; values redacted as by default, then published), and the small ConfigMaps of
+  the memory scenario (100,000 in a full run). Peak RSS is VmHWM once every event is
+  acknowledged and the checkpoint written; the target is under the chart's limit and at most
+  1.5 × (budget + base).
 - **CPU**: user plus system seconds of the contender process from ` + "`/proc/<pid>/stat`" + `, per
   10,000 events; over the same interval, the servers' CPU (nats-server; kube-apiserver plus
   etcd), the harness's own (load generator, consumer, raw watch, ceiling) and the load of other

@@ -73,6 +73,9 @@ func renderResults(r *Results, jsonPath string) string {
 	if r.Memory != nil {
 		renderMemory(&b, r)
 	}
+	if r.Budget != nil {
+		renderBudget(&b, r)
+	}
 	if r.Profile != nil && len(r.Profile.Files) > 0 {
 		w("### Profiles\n\n")
 		for _, f := range r.Profile.Files {

@@ -46,6 +46,7 @@ type Results struct {
 	Catchup  []*Throughput `json:",omitempty"`
 	Steady   []*Steady     `json:",omitempty"`
 	Memory   *Memory       `json:",omitempty"`
+	Budget   *Budget       `json:",omitempty"`
 	Profile  *Profile      `json:",omitempty"`
 	Micro    []Micro       `json:",omitempty"`
 	// Load is the machine's load average (1, 5, 15 min) before and after each scenario.
@@ -66,6 +67,8 @@ type ConfigSummary struct {
 	SteadyRates    []int
 	SteadyDuration time.Duration
 	MemoryObjects  []int
+	BudgetSecrets  int `json:",omitempty"`
+	BudgetObjects  int `json:",omitempty"`
 	Settle         time.Duration
 	ObjectBytes    int
 	Writers        int

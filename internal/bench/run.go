@@ -21,7 +21,7 @@ func Run(ctx context.Context, cfg Config, save func(*Results) error) (*Results, 
 		Config: ConfigSummary{
 			Rounds: cfg.Rounds, SyncObjects: cfg.SyncObjects, CatchupChanges: cfg.CatchupChanges,
 			SteadyObjects: cfg.SteadyObjects, SteadyRates: cfg.SteadyRates, SteadyDuration: cfg.SteadyDuration,
-			MemoryObjects: cfg.MemoryObjects, Settle: cfg.Settle, ObjectBytes: cfg.ObjectBytes,
+			MemoryObjects: cfg.MemoryObjects, BudgetSecrets: cfg.BudgetSecrets, BudgetObjects: cfg.BudgetObjects, Settle: cfg.Settle, ObjectBytes: cfg.ObjectBytes,
 			Writers: cfg.Writers, Scenarios: cfg.Scenarios,
 		},
 	}
@@ -36,7 +36,7 @@ func Run(ctx context.Context, cfg Config, save func(*Results) error) (*Results, 
 	}
 
 	needsCluster := false
-	for _, s := range []string{ScenarioSync, ScenarioCatchup, ScenarioSteady, ScenarioMemory, ScenarioProfile} {
+	for _, s := range []string{ScenarioSync, ScenarioCatchup, ScenarioSteady, ScenarioMemory, ScenarioBudget, ScenarioProfile} {
 		needsCluster = needsCluster || cfg.runs(s)
 	}
 	if needsCluster {
@@ -117,6 +117,8 @@ func runCluster(ctx context.Context, cfg Config, res *Results, note func(string,
 			}
 			return err
 		}},
+		// After memory: it reuses (and tops up) the memory scenario's ConfigMaps.
+		{ScenarioBudget, func() (err error) { res.Budget, err = e.runBudget(ctx); return err }},
 	}
 	for _, s := range steps {
 		if !cfg.runs(s.name) {

@@ -217,6 +217,31 @@ kube-nats-relay.env: the container's environment as a map from name to EnvVar. S
 values first, then `env` (by name) and `extraEnv` override them; rendered sorted by name, so
 that no name appears twice.
 */}}
+{{/*
+GOMEMLIMIT in bytes: goMemLimitPercent of resources.limits.memory; empty without a limit (the
+relay then reads the container's cgroup limit itself). The quantity is read as Kubernetes
+writes it: digits, an optional fraction and a suffix (Ki Mi Gi Ti Pi Ei, k M G T P E).
+*/}}
+{{- define "kube-nats-relay.goMemLimit" -}}
+{{- $limit := dig "limits" "memory" "" (.Values.resources | default dict) }}
+{{- if $limit }}
+{{- $q := $limit | toString }}
+{{- if not (kindIs "string" $limit) }}{{ $q = int64 $limit | toString }}{{ end }}
+{{- $re := "^([0-9]+)(\\.([0-9]+))?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$" }}
+{{- if not (regexMatch $re $q) }}
+{{- fail (printf "resources.limits.memory %q: the chart reads digits with a suffix (256Mi, 1Gi, 1.5G) to set GOMEMLIMIT; write it so, or set env.GOMEMLIMIT" $q) }}
+{{- end }}
+{{- $units := dict "" 1 "k" 1000 "M" 1000000 "G" 1000000000 "T" 1000000000000 "P" 1000000000000000 "E" 1000000000000000000 "Ki" 1024 "Mi" 1048576 "Gi" 1073741824 "Ti" 1099511627776 "Pi" 1125899906842624 "Ei" 1152921504606846976 }}
+{{- $whole := regexReplaceAll $re $q "${1}" }}
+{{- $frac := regexReplaceAll $re $q "${3}" }}
+{{- $unit := get $units (regexReplaceAll $re $q "${4}") }}
+{{- $scale := 1 }}
+{{- range until (len $frac) }}{{ $scale = mul $scale 10 }}{{ end }}
+{{- $bytes := div (mul (atoi (print $whole $frac)) $unit) $scale }}
+{{- div (mul $bytes (int .Values.goMemLimitPercent)) 100 }}
+{{- end }}
+{{- end }}
+
 {{- define "kube-nats-relay.env" -}}
 {{- $v := .Values }}
 {{- $env := dict }}
@@ -247,6 +272,7 @@ that no name appears twice.
   "RELAY_INITIAL_SYNC" $v.relay.initialSync
   "RELAY_BUFFER_SIZE" $v.relay.bufferSize
   "RELAY_MAX_INFLIGHT" $v.relay.maxInflight
+  "RELAY_MEMORY_BUDGET" $v.relay.memoryBudget
   "RELAY_SHUTDOWN_TIMEOUT" $v.relay.shutdownTimeout
   "RELAY_KUBE_QPS" $v.relay.kubeQPS
   "RELAY_KUBE_BURST" $v.relay.kubeBurst
@@ -257,6 +283,9 @@ that no name appears twice.
 {{- if ne (toString ($s | default "")) "" }}{{ $_ := set $env $name (dict "name" $name "value" (toString $s)) }}{{ end }}
 {{- end }}
 {{- $_ := set $env "RELAY_HTTP_ADDR" (dict "name" "RELAY_HTTP_ADDR" "value" (printf ":%d" (int $v.http.port))) }}
+{{- with include "kube-nats-relay.goMemLimit" . }}
+{{- $_ := set $env "GOMEMLIMIT" (dict "name" "GOMEMLIMIT" "value" .) }}
+{{- end }}
 {{- if not $v.nats.urls }}
 {{- $_ := set $env "RELAY_NATS_DATA_DIR" (dict "name" "RELAY_NATS_DATA_DIR" "value" (include "kube-nats-relay.dataDir" .)) }}
 {{- $_ := set $env "RELAY_NATS_LISTEN" (dict "name" "RELAY_NATS_LISTEN" "value" $v.nats.embedded.listen) }}

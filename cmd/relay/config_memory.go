@@ -1,0 +1,167 @@
+package main
+
+import (
+	"errors"
+	"math"
+	"os"
+	"runtime/debug"
+	"strconv"
+	"strings"
+
+	"github.com/kelseyhightower/envconfig"
+	"github.com/rs/zerolog"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/kube-nats-relay/kube-nats-relay/relay"
+)
+
+var _ envconfig.Decoder = (*ByteQuantity)(nil)
+
+// Bounds of RELAY_MEMORY_BUDGET.
+const (
+	// minMemoryBudget: below one MiB every object of ordinary size would pass alone, one at a
+	// time, which is a misconfiguration rather than a bound.
+	minMemoryBudget = 1 << 20
+	// maxMemoryBudget: far above any container's memory, and far below int64's overflow.
+	maxMemoryBudget = 1 << 40
+)
+
+// Derivation of the memory budget when RELAY_MEMORY_BUDGET is not set.
+const (
+	// budgetShareOfLimit: the budget is half of the Go memory limit. The other half is for
+	// everything the budget does not count: the runtime, the clients, the per-object index,
+	// and the garbage the collector has yet to reclaim (it lets the heap grow up to the limit
+	// before working harder).
+	budgetShareOfLimit = 2
+	// goMemLimitPercent of a cgroup's memory limit becomes GOMEMLIMIT when it is unset: the
+	// rest is headroom for what the Go runtime does not count and for the collector running
+	// behind (the limit is soft).
+	goMemLimitPercent = 90
+	// defaultMemoryBudget applies without any memory limit (no GOMEMLIMIT, no cgroup limit):
+	// a bound for a relay on a laptop or in docker compose, large enough not to slow a list.
+	defaultMemoryBudget = 256 << 20
+	// noCgroupLimit: cgroup v1 reports "no limit" as a huge number near the page-aligned
+	// maximum of int64; anything above this counts as none.
+	noCgroupLimit = 1 << 60
+)
+
+// cgroup files holding the container's memory limit: v2, then v1.
+var cgroupMemoryFiles = []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}
+
+// ByteQuantity is a number of bytes read from the environment as a Kubernetes quantity
+// ("64Mi", "1G", "268435456").
+type ByteQuantity struct {
+	Bytes int64
+	// Raw is the text the value was parsed from; Set tells an unset variable from one set.
+	Raw string
+	Set bool
+	err error
+}
+
+// Decode implements envconfig.Decoder. It never fails; see Config.Validate.
+func (q *ByteQuantity) Decode(value string) error {
+	*q = ByteQuantity{Raw: value, Set: true}
+	if value == "" {
+		q.err = errEmptyValue
+		return nil
+	}
+	v, err := resource.ParseQuantity(value)
+	if err != nil {
+		q.err = errors.New("invalid quantity: want bytes with an optional suffix, such as 64Mi or 1G")
+		return nil
+	}
+	n, ok := v.AsInt64()
+	if !ok {
+		q.err = errors.New("not a whole number of bytes within range")
+		return nil
+	}
+	q.Bytes = n
+	return nil
+}
+
+// validateMemory checks RELAY_MEMORY_BUDGET when it is set.
+func (c Config) validateMemory(ps *problems) {
+	q := c.MemoryBudget
+	switch {
+	case !q.Set:
+	case q.err != nil:
+		ps.add("RELAY_MEMORY_BUDGET", q.Raw, q.err.Error())
+	case q.Bytes < minMemoryBudget || q.Bytes > maxMemoryBudget:
+		ps.add("RELAY_MEMORY_BUDGET", q.Raw, "must be from 1Mi to 1Ti")
+	}
+}
+
+// memoryBudget is the byte budget and where it comes from.
+type memoryBudget struct {
+	bytes int64
+	// from says how it was chosen: RELAY_MEMORY_BUDGET, GOMEMLIMIT, cgroup or default.
+	from string
+	// goMemLimit is the Go memory limit in force (0: none); setGoMemLimit says the relay set
+	// it from the cgroup's limit.
+	goMemLimit    int64
+	setGoMemLimit bool
+}
+
+// chooseMemoryBudget returns the budget: RELAY_MEMORY_BUDGET when set; else half of the Go
+// memory limit, GOMEMLIMIT or, when that is unset, goMemLimitPercent of the container's
+// cgroup memory limit (which then becomes the Go memory limit too); else
+// defaultMemoryBudget. goMemLimit reads or sets the Go memory limit as
+// runtime/debug.SetMemoryLimit does; readFile reads the cgroup files.
+func chooseMemoryBudget(c Config, goMemLimit func(int64) int64, readFile func(string) ([]byte, error)) memoryBudget {
+	var mb memoryBudget
+	if l := goMemLimit(-1); l > 0 && l < math.MaxInt64 {
+		mb.goMemLimit = l
+	} else if l, ok := cgroupMemoryLimit(readFile); ok {
+		mb.goMemLimit = l / 100 * goMemLimitPercent
+		goMemLimit(mb.goMemLimit)
+		mb.setGoMemLimit = true
+	}
+	switch {
+	case c.MemoryBudget.Set:
+		mb.bytes, mb.from = c.MemoryBudget.Bytes, "RELAY_MEMORY_BUDGET"
+	case mb.goMemLimit > 0 && mb.setGoMemLimit:
+		mb.bytes, mb.from = mb.goMemLimit/budgetShareOfLimit, "cgroup"
+	case mb.goMemLimit > 0:
+		mb.bytes, mb.from = mb.goMemLimit/budgetShareOfLimit, "GOMEMLIMIT"
+	default:
+		mb.bytes, mb.from = defaultMemoryBudget, "default"
+	}
+	return mb
+}
+
+// cgroupMemoryLimit reads the container's memory limit from cgroup v2 or v1; false when
+// there is none or it cannot be read.
+func cgroupMemoryLimit(readFile func(string) ([]byte, error)) (int64, bool) {
+	for _, f := range cgroupMemoryFiles {
+		b, err := readFile(f)
+		if err != nil {
+			continue
+		}
+		s := strings.TrimSpace(string(b))
+		if s == "max" {
+			return 0, false
+		}
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n <= 0 || n >= noCgroupLimit {
+			return 0, false
+		}
+		return n, true
+	}
+	return 0, false
+}
+
+// processMemoryBudget is chooseMemoryBudget for this process.
+func processMemoryBudget(c Config) memoryBudget {
+	return chooseMemoryBudget(c, debug.SetMemoryLimit, os.ReadFile)
+}
+
+// newBudget returns the byte budget all sources share, and logs how it was chosen.
+func newBudget(log zerolog.Logger, c Config) *relay.Budget {
+	mb := processMemoryBudget(c)
+	ev := log.Info().Int64("budget_bytes", mb.bytes).Str("from", mb.from)
+	if mb.goMemLimit > 0 {
+		ev = ev.Int64("gomemlimit_bytes", mb.goMemLimit).Bool("gomemlimit_from_cgroup", mb.setGoMemLimit)
+	}
+	ev.Msg("memory budget")
+	return relay.NewBudget(mb.bytes)
+}
