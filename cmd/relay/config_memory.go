@@ -72,7 +72,7 @@ func (q *ByteQuantity) Decode(value string) error {
 	}
 	n, ok := v.AsInt64()
 	if !ok {
-		q.err = errors.New("not a whole number of bytes within range")
+		q.err = errors.New("not a whole number of bytes; " + memoryBudgetRange.reason())
 		return nil
 	}
 	q.Bytes = n
@@ -86,10 +86,31 @@ func (c Config) validateMemory(ps *problems) {
 	case !q.Set:
 	case q.err != nil:
 		ps.add("RELAY_MEMORY_BUDGET", q.Raw, q.err.Error())
-	case q.Bytes < minMemoryBudget || q.Bytes > maxMemoryBudget:
-		ps.add("RELAY_MEMORY_BUDGET", q.Raw, "must be from 1Mi to 1Ti")
+	case !memoryBudgetRange.contains(q.Bytes):
+		ps.add("RELAY_MEMORY_BUDGET", q.Raw, memoryBudgetRange.reason())
 	}
 }
+
+// memoryBudgetRange is the range of RELAY_MEMORY_BUDGET.
+var memoryBudgetRange = byteRange{min: minMemoryBudget, max: maxMemoryBudget}
+
+// byteRange is the closed interval [min, max] of a byte quantity, printed as Kubernetes
+// quantities ("1Mi to 1Ti") as the variable is written.
+type byteRange struct{ min, max int64 }
+
+// contains reports whether v is accepted.
+func (r byteRange) contains(v int64) bool { return v >= r.min && v <= r.max }
+
+// String describes the range for --help and problems.
+func (r byteRange) String() string { return formatBytes(r.min) + " to " + formatBytes(r.max) }
+
+// reason is the problem reported for a value outside r.
+func (r byteRange) reason() string {
+	return "must be between " + formatBytes(r.min) + " and " + formatBytes(r.max)
+}
+
+// formatBytes writes n as a binary-suffixed quantity ("1Mi").
+func formatBytes(n int64) string { return resource.NewQuantity(n, resource.BinarySI).String() }
 
 // memoryBudget is the byte budget and where it comes from.
 type memoryBudget struct {

@@ -120,6 +120,7 @@ var configRanges = map[string]ranged{
 	"RELAY_LEASE_DURATION":      leaseDurationRange,
 	"RELAY_RENEW_DEADLINE":      renewDeadlineRange,
 	"RELAY_RETRY_PERIOD":        retryPeriodRange,
+	"RELAY_MEMORY_BUDGET":       memoryBudgetRange,
 }
 
 // valueRange is the closed interval [min, max] of a variable's accepted values; when zero is

@@ -22,6 +22,10 @@ type rangeCase struct {
 // rangeCases lists, for every ranged variable, each bound just inside and just outside,
 // zero, a negative value and values that would overflow the types the relay converts to.
 var rangeCases = map[string][]rangeCase{
+	"RELAY_MEMORY_BUDGET": {
+		{"min", "1Mi", true}, {"below min", "1048575", false}, {"max", "1Ti", true}, {"above max", "1099511627777", false},
+		{"zero", "0", false}, {"negative", "-64Mi", false}, {"beyond int64", "9Ei", false}, {"fraction of a byte", "0.5", false},
+	},
 	"RELAY_KUBE_QPS": {
 		{"min", "1", true}, {"below min", "0.99", false}, {"max", "10000", true}, {"above max", "10000.01", false},
 		{"zero", "0", false}, {"negative", "-5", false}, {"beyond float32", "1e39", false}, {"beyond float64", "1e309", false},
