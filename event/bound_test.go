@@ -165,6 +165,9 @@ func TestMirrorKeyKeepsPlaceholdersApart(t *testing.T) {
 	if !kvKeyRe.MatchString(k) || !strings.HasSuffix(k, "."+KeyToken(long)) {
 		t.Errorf("MirrorKey of a long name: got %q, want a valid key ending with the hashed token", k)
 	}
+	if got, want := MirrorFilter("prod", "core", "configmaps", "_"), "prod.core.configmaps._.*"; got != want {
+		t.Errorf("MirrorFilter of the core group's cluster-scoped objects: got %q, want %q", got, want)
+	}
 	if got, want := MirrorFilter("prod", "", "", long), "prod.*.*."+KeyToken(long)+".*"; got != want {
 		t.Errorf("MirrorFilter on a long namespace: got %q, want %q", got, want)
 	}

@@ -95,7 +95,8 @@ func NamespaceKeyToken(namespace string) string {
 const clusterScopedKeyLiteral = "=5F"
 
 // MirrorFilter is a key filter over the state mirror: empty fields match anything. Pass
-// ClusterScopedToken as namespace for cluster-scoped objects only.
+// CoreGroupToken ("core") as group for the core group, and ClusterScopedToken as namespace
+// for cluster-scoped objects only.
 func MirrorFilter(cluster, group, resource, namespace string) string {
 	tok := func(s string, token func(string) string) string {
 		if s == "" {
@@ -107,5 +108,5 @@ func MirrorFilter(cluster, group, resource, namespace string) string {
 	if namespace == ClusterScopedToken {
 		ns = ClusterScopedToken
 	}
-	return strings.Join([]string{tok(cluster, KeyToken), tok(group, mirrorGroupToken), tok(resource, KeyToken), ns, "*"}, ".")
+	return strings.Join([]string{tok(cluster, KeyToken), tok(group, KeyToken), tok(resource, KeyToken), ns, "*"}, ".")
 }
