@@ -33,7 +33,8 @@ type IndexConfig struct {
 // filter, namespace and name written with event.NamespaceKeyToken and event.KeyToken. Values
 // are "<uid> <resourceVersion>" when the key decodes back to the object; when namespace or
 // name is too long and written in the hashed form, the value is the JSON object
-// {"uid", "resourceVersion", "object"}, so that Load still returns the exact object.
+// {"uid", "resourceVersion", "object" (base64 of "namespace/name")}, so that Load still
+// returns the exact object.
 type Index struct {
 	kv     jetstream.KeyValue
 	prefix string // subject prefix of the bucket's keys: "$KV.<bucket>."
@@ -90,11 +91,12 @@ func (ix *Index) Record(source, object, uid, rv string) *nats.Msg {
 }
 
 // hashedEntry is the value of an index entry whose key is in the hashed form: the key
-// cannot be decoded, so the value names the object.
+// cannot be decoded, so the value names the object. Object is "namespace/name" (or "name"),
+// as bytes (base64 in JSON) so that any byte survives.
 type hashedEntry struct {
 	UID             string `json:"uid"`
 	ResourceVersion string `json:"resourceVersion"`
-	Object          string `json:"object"`
+	Object          []byte `json:"object"`
 }
 
 // encodeEntry returns the value recorded under key for object: "<uid> <rv>" when the key
@@ -103,7 +105,7 @@ func encodeEntry(key, object, uid, rv string) []byte {
 	if !keyHashed(key) {
 		return []byte(uid + " " + rv)
 	}
-	v, _ := json.Marshal(hashedEntry{UID: uid, ResourceVersion: rv, Object: object}) // strings always encode
+	v, _ := json.Marshal(hashedEntry{UID: uid, ResourceVersion: rv, Object: []byte(object)}) // always encodes
 	return v
 }
 
@@ -125,10 +127,10 @@ func decodeEntry(key string, value []byte) (object, uid, rv string, err error) {
 	if err := json.Unmarshal(value, &e); err != nil {
 		return "", "", "", fmt.Errorf("hashed key: bad value %q: %w", value, err)
 	}
-	if got := objectKey(e.Object); got != key {
+	if got := objectKey(string(e.Object)); got != key {
 		return "", "", "", fmt.Errorf("hashed key: value names object %q, whose key is %q", e.Object, got)
 	}
-	return e.Object, e.UID, e.ResourceVersion, nil
+	return string(e.Object), e.UID, e.ResourceVersion, nil
 }
 
 // openTTLBucket opens the one-value-per-key bucket, creating it when missing, with
