@@ -2,6 +2,7 @@ package checkpoint
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -29,7 +30,11 @@ type IndexConfig struct {
 // Index is the durable per-object index: for every object a source published, the uid and
 // resourceVersion of the last published change. Keys are <source>.<namespace>.<name>, the
 // source key with its dots replaced by '/', so that one source's keys never match another's
-// filter; values are "<uid> <resourceVersion>".
+// filter, namespace and name written with event.NamespaceKeyToken and event.KeyToken. Values
+// are "<uid> <resourceVersion>" when the key decodes back to the object; when namespace or
+// name is too long and written in the hashed form, the value is the JSON object
+// {"uid", "resourceVersion", "object" (base64 of "namespace/name")}, so that Load still
+// returns the exact object.
 type Index struct {
 	kv     jetstream.KeyValue
 	prefix string // subject prefix of the bucket's keys: "$KV.<bucket>."
@@ -62,13 +67,9 @@ func (ix *Index) Load(ctx context.Context, source string, fn func(object, uid, r
 			if e == nil {
 				return nil // every current value delivered
 			}
-			object, err := objectFromKey(strings.TrimPrefix(e.Key(), sourceToken(source)+"."))
+			object, uid, rv, err := decodeEntry(strings.TrimPrefix(e.Key(), sourceToken(source)+"."), e.Value())
 			if err != nil {
 				return fmt.Errorf("load index of %s: key %q: %w", source, e.Key(), err)
-			}
-			uid, rv, ok := strings.Cut(string(e.Value()), " ")
-			if !ok {
-				return fmt.Errorf("load index of %s: key %q: bad value %q", source, e.Key(), e.Value())
 			}
 			fn(object, uid, rv)
 		}
@@ -79,13 +80,57 @@ func (ix *Index) Load(ctx context.Context, source string, fn func(object, uid, r
 // removes the object when uid is empty. The caller publishes it to JetStream like an event,
 // after the event's own ack.
 func (ix *Index) Record(source, object, uid, rv string) *nats.Msg {
-	subject := ix.prefix + sourceToken(source) + "." + objectKey(object)
+	key := objectKey(object)
+	subject := ix.prefix + sourceToken(source) + "." + key
 	if uid == "" {
 		return purgeMsg(subject)
 	}
 	m := nats.NewMsg(subject)
-	m.Data = []byte(uid + " " + rv)
+	m.Data = encodeEntry(key, object, uid, rv)
 	return m
+}
+
+// hashedEntry is the value of an index entry whose key is in the hashed form: the key
+// cannot be decoded, so the value names the object. Object is "namespace/name" (or "name"),
+// as bytes (base64 in JSON) so that any byte survives.
+type hashedEntry struct {
+	UID             string `json:"uid"`
+	ResourceVersion string `json:"resourceVersion"`
+	Object          []byte `json:"object"`
+}
+
+// encodeEntry returns the value recorded under key for object: "<uid> <rv>" when the key
+// decodes back to object, the JSON hashedEntry otherwise.
+func encodeEntry(key, object, uid, rv string) []byte {
+	if !keyHashed(key) {
+		return []byte(uid + " " + rv)
+	}
+	v, _ := json.Marshal(hashedEntry{UID: uid, ResourceVersion: rv, Object: []byte(object)}) // always encodes
+	return v
+}
+
+// decodeEntry reads an entry from its key (after the source token) and value. A hashed key's
+// value must name an object whose key is that key.
+func decodeEntry(key string, value []byte) (object, uid, rv string, err error) {
+	if !keyHashed(key) {
+		object, err := objectFromKey(key)
+		if err != nil {
+			return "", "", "", err
+		}
+		uid, rv, ok := strings.Cut(string(value), " ")
+		if !ok {
+			return "", "", "", fmt.Errorf("bad value %q", value)
+		}
+		return object, uid, rv, nil
+	}
+	var e hashedEntry
+	if err := json.Unmarshal(value, &e); err != nil {
+		return "", "", "", fmt.Errorf("hashed key: bad value %q: %w", value, err)
+	}
+	if got := objectKey(string(e.Object)); got != key {
+		return "", "", "", fmt.Errorf("hashed key: value names object %q, whose key is %q", e.Object, got)
+	}
+	return string(e.Object), e.UID, e.ResourceVersion, nil
 }
 
 // openTTLBucket opens the one-value-per-key bucket, creating it when missing, with
@@ -132,18 +177,20 @@ func purgeMsg(subject string) *nats.Msg {
 func sourceToken(source string) string { return strings.ReplaceAll(source, ".", "/") }
 
 // objectKey writes "namespace/name" (or "name") as two key tokens: namespace ("_" for
-// cluster-scoped objects) and name (event.EncodeKeyToken).
+// cluster-scoped objects, event.NamespaceKeyToken) and name (event.KeyToken). Either may be
+// in the hashed form, which bounds the key whatever the object's name.
 func objectKey(object string) string {
 	ns, name, ok := strings.Cut(object, "/")
 	if !ok {
 		ns, name = "", object
 	}
-	if ns == "" {
-		return "_." + event.EncodeKeyToken(name)
-	}
-	return event.EncodeKeyToken(ns) + "." + event.EncodeKeyToken(name)
+	return event.NamespaceKeyToken(ns) + "." + event.KeyToken(name)
 }
 
+// keyHashed reports whether an object key has a token in the hashed form.
+func keyHashed(key string) bool { return event.IsHashedKeyToken(key) }
+
+// objectFromKey reverses objectKey for a key without a hashed token.
 func objectFromKey(key string) (string, error) {
 	nsTok, nameTok, ok := strings.Cut(key, ".")
 	if !ok {

@@ -2,13 +2,18 @@ package checkpoint
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/kube-nats-relay/kube-nats-relay/event"
 )
 
 func FuzzObjectKeyRoundTrip(f *testing.F) {
-	for _, s := range []string{"ns/name", "name", "kube-system/kube-root-ca.crt", "system:controller:x", "a/", "/b", "", "=", "ns/=41", "日本/x"} {
+	for _, s := range []string{"ns/name", "name", "kube-system/kube-root-ca.crt", "system:controller:x", "a/", "/b", "", "=", "ns/=41", "日本/x",
+		"_/x", "ns/ lead", "ns/trail ", "ns/a\nb", "ns/" + strings.Repeat("n", 4100), strings.Repeat(":", 400), "ns/==", "ns/a==b"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, object string) {
@@ -20,11 +25,60 @@ func FuzzObjectKeyRoundTrip(f *testing.F) {
 		if !keyValidForKV(key) {
 			t.Fatalf("objectKey(%q) = %q: not a valid KV key", object, key)
 		}
-		got, err := objectFromKey(key)
-		if err != nil || got != object {
-			t.Fatalf("objectFromKey(objectKey(%q)) = %q, %v", object, got, err)
+		if len(key) > 2*event.MaxKeyTokenLen+1 {
+			t.Fatalf("objectKey(%q): %d bytes, want at most two bounded tokens", object, len(key))
+		}
+		got, uid, rv, err := decodeEntry(key, encodeEntry(key, object, "u-1", "42"))
+		if err != nil || got != object || uid != "u-1" || rv != "42" {
+			t.Fatalf("decodeEntry(objectKey(%q)) = %q, %q, %q, %v", object, got, uid, rv, err)
 		}
 	})
+}
+
+func TestIndexKeepsUnusualObjectsExact(t *testing.T) {
+	ctx, js, bucket := setup(t)
+	ix, err := OpenIndex(ctx, js, IndexConfig{Bucket: bucket})
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	src := "prod.rbac.authorization.k8s.io.rolebindings._all"
+	objects := []string{"ns/ lead", "ns/trail ", "ns/a\nb", "ns/日本", "ns/.", "ns/*", "ns/>", "_/x", "x",
+		"ns/" + strings.Repeat("n", 4100), "ns/" + strings.Repeat("n", 4100) + "2", "ns/" + strings.Repeat("é", 20000)}
+	want := map[string]string{}
+	for i, o := range objects {
+		rv := fmt.Sprint(10 + i)
+		if _, err := js.PublishMsg(ctx, ix.Record(src, o, "u", rv)); err != nil {
+			t.Fatalf("record %.40q: %v", o, err)
+		}
+		want[o] = "u " + rv
+	}
+	got := load(ctx, t, ix, src)
+	if len(got) != len(want) {
+		t.Fatalf("load: got %d objects, want %d", len(got), len(want))
+	}
+	for o, v := range want {
+		if got[o] != v {
+			t.Errorf("load %.40q: got %q, want %q", o, got[o], v)
+		}
+	}
+	// Removing a hashed key removes exactly that object.
+	long := "ns/" + strings.Repeat("n", 4100)
+	if _, err := js.PublishMsg(ctx, ix.Record(src, long, "", "")); err != nil {
+		t.Fatal(err)
+	}
+	if g := load(ctx, t, ix, src); len(g) != len(want)-1 || g[long] != "" || g[long+"2"] == "" {
+		t.Errorf("after removing the long name: got %d objects, want %d without it", len(g), len(want)-1)
+	}
+}
+
+func TestIndexRejectsAHashedKeyWhoseValueNamesAnotherObject(t *testing.T) {
+	long := "ns/" + strings.Repeat("n", 4100)
+	key := objectKey(long)
+	for _, v := range [][]byte{[]byte("u 1"), encodeEntry(key, long+"x", "u", "1")} {
+		if _, _, _, err := decodeEntry(key, v); err == nil {
+			t.Errorf("decodeEntry(hashed key, %.60q): got nil error, want one", v)
+		}
+	}
 }
 
 func cutObject(s string) (string, string, bool) {

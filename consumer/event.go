@@ -67,6 +67,11 @@ type Event struct {
 }
 
 // Decode returns the Event a JetStream message carries, with its stream sequence and time.
+// Every value is exact, whatever bytes a name holds. A namespace or name too long for a header
+// (over event.MaxHeaderValueLen once encoded) comes in the hashed form; Decode takes the exact
+// value from the object's metadata in the body, checked against the header's digest. Without
+// a body (omitted, or a headers-only consumer) such an Event holds the readable start of the
+// value and its digest (Event.Exact reports false).
 // Errors wrap ErrInvalidEvent: the message is not a relay event, and redelivering it will not
 // help.
 func Decode(msg jetstream.Msg) (Event, error) {
@@ -127,7 +132,18 @@ func decode(subject string, h nats.Header, data []byte) (Event, error) {
 	if e.BodyOmitted != "" || len(data) == 0 {
 		return e, nil
 	}
-	switch payload := h.Get(event.HeaderPayload); payload {
+	if err := decodeBody(&e, h.Get(event.HeaderPayload), data); err != nil {
+		return Event{}, fmt.Errorf("decode event on %q: %w: %w", subject, ErrInvalidEvent, err)
+	}
+	if err := exactIdentity(&e); err != nil {
+		return Event{}, fmt.Errorf("decode event on %q: %w: %w", subject, ErrInvalidEvent, err)
+	}
+	return e, nil
+}
+
+// decodeBody fills e's Object, OldObject and Patch from the body.
+func decodeBody(e *Event, payload string, data []byte) error {
+	switch payload {
 	case "":
 		e.Object = json.RawMessage(data)
 	case event.PayloadObjectAndOld, event.PayloadObjectAndPatch:
@@ -137,13 +153,49 @@ func decode(subject string, h nats.Header, data []byte) (Event, error) {
 			Patch     json.RawMessage `json:"patch"`
 		}
 		if err := json.Unmarshal(data, &body); err != nil {
-			return Event{}, fmt.Errorf("decode event on %q: %w: body of payload %s: %w", subject, ErrInvalidEvent, payload, err)
+			return fmt.Errorf("body of payload %s: %w", payload, err)
 		}
 		e.Object, e.OldObject, e.Patch = body.Object, nonNull(body.OldObject), nonNull(body.Patch)
 	default:
-		return Event{}, fmt.Errorf("decode event on %q: %w: unknown %s %q", subject, ErrInvalidEvent, event.HeaderPayload, payload)
+		return fmt.Errorf("unknown %s %q", event.HeaderPayload, payload)
 	}
-	return e, nil
+	return nil
+}
+
+// exactIdentity completes a namespace or name that the headers held in the hashed form (too
+// long for a header, see event.HeaderValue) from the object's metadata, once checked against
+// the header's digest and readable start. Without a body the Event keeps the start and the
+// digest (Event.Exact is false).
+func exactIdentity(e *Event) error {
+	if e.Exact() || e.Object == nil {
+		return nil
+	}
+	var obj struct {
+		Metadata struct {
+			Namespace string `json:"namespace"`
+			Name      string `json:"name"`
+		} `json:"metadata"`
+	}
+	if err := json.Unmarshal(e.Object, &obj); err != nil {
+		return fmt.Errorf("object metadata: %w", err)
+	}
+	for _, f := range []struct {
+		header      string
+		dst, digest *string
+		body        string
+	}{
+		{event.HeaderNamespace, &e.Namespace, &e.Digests.Namespace, obj.Metadata.Namespace},
+		{event.HeaderName, &e.Name, &e.Digests.Name, obj.Metadata.Name},
+	} {
+		if *f.digest == "" {
+			continue
+		}
+		if event.Digest(f.body) != *f.digest || !strings.HasPrefix(f.body, *f.dst) {
+			return fmt.Errorf("%s in the hashed form does not name the object's metadata: %w", f.header, event.ErrInvalidHeader)
+		}
+		*f.dst, *f.digest = f.body, ""
+	}
+	return nil
 }
 
 // nonNull returns nil for an absent or JSON null value.

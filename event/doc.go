@@ -22,7 +22,7 @@
 //     named "_" is written "~5F".
 //   - type is "added", "modified" or "deleted" (Type).
 //   - every other value, and group and namespace otherwise, is written with
-//     EncodeToken.
+//     SubjectToken: EncodeToken, bounded (see Bounds).
 //
 // A Subject with a valid prefix and type round-trips: ParseSubject(p,
 // s.String()) == s; and ParseSubject accepts only canonical subjects, so
@@ -43,6 +43,21 @@
 // truncated escape), so both directions are bijective; the encoding is
 // fuzz-tested.
 //
+// # Bounds
+//
+// nats-server drops a client whose protocol line (for a publish "HPUB <subject>
+// <reply> <sizes>") exceeds 4,096 bytes, and Kubernetes bounds neither the
+// length nor the bytes of every name. So ValidatePrefix accepts at most
+// MaxPrefixLen (256) bytes, SubjectToken writes at most MaxTokenLen (512)
+// bytes, and a subject is at most MaxSubjectLen (3,343) bytes. A value whose
+// token would be longer is written in the hashed form "<start>~~<digest>":
+// the longest beginning of its encoding that fits without cutting an escape,
+// a marker EncodeToken never writes, and Digest(value), the lower-case hex
+// SHA-256 of "kube-nats-relay/token/v1", a NUL byte and the full value.
+// ParseSubject accepts it, with the start in the field and the digest in
+// Subject.Digests; the exact value is in the headers. KeyToken bounds
+// key-value key tokens the same way ("<start>==<digest>", MaxKeyTokenLen).
+//
 // # Event id
 //
 // ID(cluster, group, resource, uid, resourceVersion, type) is the first 16
@@ -62,15 +77,15 @@
 //	ce-id                the event id
 //	ce-source            kube-nats-relay://<cluster>/<group>/<version>/<resource>,
 //	                     segments percent-encoded except A-Z a-z 0-9 - . _ ~,
-//	                     core group "core" (a group literally "core": "%63ore")
+//	                     core group "core" (a group literally "core": "!core")
 //	ce-type              io.kube-nats-relay.object.<type>
 //	ce-subject           <namespace>/<name>, or <name> when cluster-scoped
 //	ce-time              RFC 3339 UTC time the relay observed the change (optional)
 //	Content-Type         application/json: the body is the object's JSON
 //	k8s-kind, k8s-apiversion, k8s-group, k8s-version, k8s-resource,
 //	k8s-namespace, k8s-name, k8s-uid, k8s-resourceversion, k8s-cluster
-//	                     the Kubernetes facts, verbatim (group and namespace
-//	                     empty for the core group and cluster-scoped objects)
+//	                     the Kubernetes facts (group and namespace empty for
+//	                     the core group and cluster-scoped objects)
 //	k8s-origin           live, initial-sync or relist (Origin)
 //
 //	k8s-body-omitted     set when the body was left out, with the reason
@@ -78,6 +93,14 @@
 //	k8s-final-state-unknown
 //	                     "true" on a delete inferred by a relist: the body is
 //	                     the last identity published, not the final state
+//
+// Every ce- and k8s- value is percent-encoded as the CloudEvents NATS binding
+// requires (EncodeHeaderValue: space, '"', '%' and bytes outside 0x21-0x7E as
+// "%XX"), so whitespace, CR/LF and non-ASCII bytes survive nats.go and other
+// clients; ordinary names are unchanged. k8s-namespace, k8s-name and
+// ce-subject are bounded to MaxHeaderValueLen (HeaderValue, hashed form
+// "<start>%7E%7E<digest>"), so the header block stays under JetStream's
+// 64 KiB. MetaFromHeader decodes them (Meta.Digests for a hashed value).
 //
 // Header names are case-sensitive. MetaFromHeader does not read the last two;
 // use msg.Header.Get.

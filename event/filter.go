@@ -8,7 +8,8 @@ import (
 
 // Filter builds a NATS subscription subject that selects events. Every empty
 // field matches any value ("*"); every set field matches exactly that value,
-// encoded like Subject does, so a value can never inject a wildcard. Because
+// encoded like Subject does (a value too long for MaxTokenLen in the hashed
+// form, see SubjectToken), so a value can never inject a wildcard. Because
 // an empty Group or Namespace means "any", the core group and cluster-scoped
 // objects are selected with CoreGroup and ClusterScoped.
 type Filter struct {
@@ -48,12 +49,12 @@ func (f Filter) String() string {
 		namespace = ClusterScopedToken
 	}
 	toks := [tokensAfterPrefix]string{
-		wildcardOr(f.Cluster, EncodeToken),
+		wildcardOr(f.Cluster, SubjectToken),
 		group,
-		wildcardOr(f.Version, EncodeToken),
-		wildcardOr(f.Resource, EncodeToken),
+		wildcardOr(f.Version, SubjectToken),
+		wildcardOr(f.Resource, SubjectToken),
 		namespace,
-		wildcardOr(f.Name, EncodeToken),
+		wildcardOr(f.Name, SubjectToken),
 		wildcardOr(string(f.Type), EncodeToken),
 	}
 	return f.Prefix + subjectSeparator + strings.Join(toks[:], subjectSeparator)

@@ -38,7 +38,17 @@ type Meta struct {
 	// Time is when the relay observed the change; the zero time means
 	// unknown, and the ce-time header is then left out.
 	Time time.Time
+	// Digests is set by MetaFromHeader when k8s-namespace or k8s-name was in the
+	// hashed form (a value longer than MaxHeaderValueLen once encoded, see
+	// HeaderValue): Namespace or Name then holds only the readable start of the
+	// value, and the digest names the whole value. The object's metadata in the
+	// body holds the exact value (consumer.Decode reads it from there). Only
+	// Namespace and Name are ever set. Leave it zero when building a Meta.
+	Digests Digests
 }
+
+// Exact reports whether m holds every value in full: no header was in the hashed form.
+func (m Meta) Exact() bool { return m.Digests == Digests{} }
 
 // ID returns the event id, ID(m.Cluster, m.Group, m.Resource, m.UID,
 // m.ResourceVersion, m.Type).
@@ -57,6 +67,7 @@ func (m Meta) Subject(prefix string) Subject {
 		Namespace: m.Namespace,
 		Name:      m.Name,
 		Type:      m.Type,
+		Digests:   m.Digests,
 	}
 }
 
@@ -106,7 +117,11 @@ func (m Meta) Validate() error {
 // Header returns the message headers of the event: Nats-Msg-Id, the
 // CloudEvents attributes, Content-Type and the k8s-* facts (k8s-group and
 // k8s-namespace are present with an empty value for the core group and
-// cluster-scoped objects). It does not validate: call Validate first.
+// cluster-scoped objects). Every ce- and k8s- value is written with
+// EncodeHeaderValue, so it reaches readers exactly whatever bytes it holds;
+// k8s-namespace, k8s-name and ce-subject with HeaderValue, which bounds them.
+// It needs the full values (Digests zero) and does not validate: call
+// Validate first.
 func (m Meta) Header() nats.Header {
 	id := m.ID()
 	// One map sized for every header (and the two a source may add) and one backing array
@@ -118,27 +133,30 @@ func (m Meta) Header() nats.Header {
 		h[k] = vals[len(vals)-1 : len(vals) : len(vals)]
 	}
 	set(HeaderMsgID, id)
+	// The values below are percent-encoded (EncodeHeaderValue): the ids, the type, the time
+	// and the constants never need it and are written as they are.
+	setEncoded := func(k, v string) { set(k, EncodeHeaderValue(v)) }
 	set(HeaderCESpecVersion, CESpecVersion)
 	set(HeaderCEID, id)
-	set(HeaderCESource, m.ceSource())
+	setEncoded(HeaderCESource, m.ceSource())
 	set(HeaderCEType, CETypePrefix+string(m.Type))
-	set(HeaderCESubject, m.ceSubject())
+	set(HeaderCESubject, HeaderValue(m.ceSubject()))
 	if !m.Time.IsZero() {
 		set(HeaderCETime, m.Time.UTC().Format(time.RFC3339Nano))
 	}
 	set(HeaderContentType, ContentTypeJSON)
 	set(HeaderCEDataContentType, ContentTypeJSON)
-	set(HeaderKind, m.Kind)
-	set(HeaderAPIVersion, m.APIVersion())
-	set(HeaderGroup, m.Group)
-	set(HeaderVersion, m.Version)
-	set(HeaderResource, m.Resource)
-	set(HeaderNamespace, m.Namespace)
-	set(HeaderName, m.Name)
-	set(HeaderUID, m.UID)
-	set(HeaderResourceVersion, m.ResourceVersion)
+	setEncoded(HeaderKind, m.Kind)
+	setEncoded(HeaderAPIVersion, m.APIVersion())
+	setEncoded(HeaderGroup, m.Group)
+	setEncoded(HeaderVersion, m.Version)
+	setEncoded(HeaderResource, m.Resource)
+	set(HeaderNamespace, HeaderValue(m.Namespace))
+	set(HeaderName, HeaderValue(m.Name))
+	setEncoded(HeaderUID, m.UID)
+	setEncoded(HeaderResourceVersion, m.ResourceVersion)
 	set(HeaderOrigin, string(m.Origin))
-	set(HeaderCluster, m.Cluster)
+	setEncoded(HeaderCluster, m.Cluster)
 	return h
 }
 
@@ -153,8 +171,10 @@ const headerCount = 20
 // ce-specversion must be "1.0", ce-type and k8s-origin must name a valid
 // Type and Origin, and ce-id, Nats-Msg-Id, ce-source, ce-subject and
 // k8s-apiversion must equal what Header derives from the other facts.
-// Content-Type is not checked. Errors name the header and wrap
-// ErrInvalidHeader.
+// Every value but Nats-Msg-Id is first percent-decoded once
+// (DecodeHeaderValue), as the CloudEvents NATS binding asks, so the Meta holds
+// the exact values. Content-Type is not checked. Errors name the header and
+// wrap ErrInvalidHeader.
 func MetaFromHeader(h nats.Header) (Meta, error) {
 	var (
 		m                                   Meta
@@ -188,6 +208,9 @@ func MetaFromHeader(h nats.Header) (Meta, error) {
 		{HeaderCluster, &m.Cluster, false},
 	} {
 		v, err := headerValue(h, f.name, f.optional)
+		if err == nil {
+			v, err = decodeHeader(f.name, v, &m.Digests)
+		}
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -223,10 +246,12 @@ func MetaFromHeader(h nats.Header) (Meta, error) {
 	}
 
 	id := m.ID()
+	if err := m.checkCESubject(h.Get(HeaderCESubject), ceSubj); err != nil {
+		errs = append(errs, err)
+	}
 	for _, c := range []struct{ name, got, want string }{
 		{HeaderCEID, ceID, id},
 		{HeaderCESource, ceSource, m.ceSource()},
-		{HeaderCESubject, ceSubj, m.ceSubject()},
 		{HeaderAPIVersion, apiVersion, m.APIVersion()},
 	} {
 		if c.got != c.want {
@@ -242,17 +267,78 @@ func MetaFromHeader(h nats.Header) (Meta, error) {
 	return m, nil
 }
 
-// ceSource returns the CloudEvents source,
+// decodeHeader decodes the raw value of header name: Nats-Msg-Id as it is, k8s-namespace
+// and k8s-name as HeaderValue wrote them (a digest goes to digests), ce-subject as HeaderValue
+// wrote it (checked by checkCESubject), any other value with DecodeHeaderValue.
+func decodeHeader(name, raw string, digests *Digests) (string, error) {
+	var (
+		v      string
+		digest string
+		err    error
+	)
+	switch name {
+	case HeaderMsgID:
+		return raw, nil
+	case HeaderNamespace, HeaderName, HeaderCESubject:
+		v, digest, err = parseHeaderValue(raw)
+	default:
+		v, err = DecodeHeaderValue(raw)
+	}
+	if err != nil {
+		return "", fmt.Errorf("header %q: %w", name, err)
+	}
+	switch name {
+	case HeaderNamespace:
+		digests.Namespace = digest
+	case HeaderName:
+		digests.Name = digest
+	}
+	return v, nil
+}
+
+// checkCESubject checks the ce-subject header (raw, and decoded as ceSubj) against the
+// namespace and name. With both in full, it must be what Header writes (HeaderValue of the
+// attribute); with either hashed, the full attribute is unknown, so it must be hashed too.
+func (m Meta) checkCESubject(raw, ceSubj string) error {
+	if !m.Exact() {
+		if !strings.Contains(raw, headerHashMarker) {
+			return fmt.Errorf("header %q: got %q in full, want the hashed form, as k8s-namespace or k8s-name: %w", HeaderCESubject, raw, ErrInvalidHeader)
+		}
+		return nil
+	}
+	attr := m.ceSubject()
+	if strings.Contains(raw, headerHashMarker) {
+		if want := HeaderValue(attr); raw != want {
+			return badHeader(HeaderCESubject, raw, want)
+		}
+		return nil
+	}
+	if ceSubj != attr {
+		return badHeader(HeaderCESubject, ceSubj, attr)
+	}
+	return nil
+}
+
+// ceSourceCoreLiteral is the ce-source segment of a group literally named "core". It must
+// differ from "core" (the core group) even for a reader that normalizes the URI (RFC 3986,
+// section 6.2.2.2, decodes a percent-encoded unreserved character, so "%63ore" would read
+// as "core"), and from every segment escapeURISegment writes: "!" is a sub-delimiter, valid
+// in a URI segment and never decoded by normalization, which escapeURISegment always
+// writes "%21".
+const ceSourceCoreLiteral = "!core"
+
+// ceSource returns the CloudEvents source attribute,
 // kube-nats-relay://<cluster>/<group>/<version>/<resource>, each segment
 // percent-encoded (see escapeURISegment). The core group is written "core";
-// a group literally named "core" is written "%63ore".
+// a group literally named "core" is written "!core". The header carries it
+// percent-encoded once more (EncodeHeaderValue), as every ce- value.
 func (m Meta) ceSource() string {
 	group := escapeURISegment(m.Group)
 	switch m.Group {
 	case "":
 		group = CoreGroupToken
 	case CoreGroupToken:
-		group = "%63ore"
+		group = ceSourceCoreLiteral
 	}
 	return CESourceScheme + "://" + escapeURISegment(m.Cluster) + "/" + group + "/" +
 		escapeURISegment(m.Version) + "/" + escapeURISegment(m.Resource)

@@ -79,20 +79,30 @@ func TestMetaHeader(t *testing.T) {
 			name: "cluster-scoped object of a dotted group, unknown time",
 			in:   clusterRoleMeta,
 			want: map[string]string{
-				HeaderCESource:   "kube-nats-relay://eu%20west/rbac.authorization.k8s.io/v1/clusterroles",
+				// The URI escapes the space (%20); the header escapes the URI's "%" once more.
+				HeaderCESource:   "kube-nats-relay://eu%2520west/rbac.authorization.k8s.io/v1/clusterroles",
 				HeaderCEType:     "io.kube-nats-relay.object.deleted",
 				HeaderCESubject:  "system:controller:foo",
 				HeaderAPIVersion: "rbac.authorization.k8s.io/v1",
 				HeaderNamespace:  "",
 				HeaderOrigin:     "relist",
-				HeaderCluster:    "eu west",
+				HeaderCluster:    "eu%20west",
 			},
 			absent: []string{HeaderCETime, HeaderBodyOmitted, HeaderFinalStateUnknown},
 		},
 		{
 			name: "group literally core",
 			in:   Meta{Cluster: "c", Group: "core", Version: "v1", Resource: "things"},
-			want: map[string]string{HeaderCESource: "kube-nats-relay://c/%63ore/v1/things", HeaderAPIVersion: "core/v1"},
+			want: map[string]string{HeaderCESource: "kube-nats-relay://c/!core/v1/things", HeaderAPIVersion: "core/v1"},
+		},
+		{
+			name: "name nats.go would trim or rewrite",
+			in:   Meta{Cluster: "c", Version: "v1", Resource: "rolebindings", Namespace: "ns", Name: " lead\r\n%\"日"},
+			want: map[string]string{
+				HeaderCESubject: "ns/%20lead%0D%0A%25%22%E6%97%A5",
+				HeaderName:      "%20lead%0D%0A%25%22%E6%97%A5",
+				HeaderNamespace: "ns",
+			},
 		},
 	}
 	for _, tt := range tests {

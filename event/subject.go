@@ -59,22 +59,47 @@ type Subject struct {
 	Name string
 	// Type is the kind of change.
 	Type Type
+	// Digests is set by ParseSubject for every field whose token was in the hashed form
+	// (a value longer than MaxTokenLen once encoded, see SubjectToken). Such a field holds
+	// only the readable start of the value; the exact value is in the event's headers.
+	// Leave it zero when building a Subject from full values.
+	Digests Digests
 }
+
+// Digests holds, for each field of a Subject, the digest of a value written in the hashed
+// form; "" for a field written in full.
+type Digests struct {
+	Cluster, Group, Version, Resource, Namespace, Name string
+}
+
+// Exact reports whether every field of s holds its full value: no token was in the hashed
+// form.
+func (s Subject) Exact() bool { return s.Digests == Digests{} }
 
 // String returns the subject. It does not validate: call Validate before
 // publishing. For every s with a valid prefix and type,
-// ParseSubject(s.Prefix, s.String()) returns s.
+// ParseSubject(s.Prefix, s.String()) returns s. A field with a digest is written in the
+// hashed form, its value as the readable start; any other field is bounded by SubjectToken.
 func (s Subject) String() string {
+	d := s.Digests
 	toks := [tokensAfterPrefix]string{
-		EncodeToken(s.Cluster),
-		encodeGroup(s.Group),
-		EncodeToken(s.Version),
-		EncodeToken(s.Resource),
-		encodeNamespace(s.Namespace),
-		EncodeToken(s.Name),
+		fieldToken(s.Cluster, d.Cluster, SubjectToken),
+		fieldToken(s.Group, d.Group, encodeGroup),
+		fieldToken(s.Version, d.Version, SubjectToken),
+		fieldToken(s.Resource, d.Resource, SubjectToken),
+		fieldToken(s.Namespace, d.Namespace, encodeNamespace),
+		fieldToken(s.Name, d.Name, SubjectToken),
 		EncodeToken(string(s.Type)),
 	}
 	return s.Prefix + subjectSeparator + strings.Join(toks[:], subjectSeparator)
+}
+
+// fieldToken writes one field: the hashed form when it has a digest, encode(value) otherwise.
+func fieldToken(value, digest string, encode func(string) string) string {
+	if digest != "" {
+		return hashedToken(value, digest)
+	}
+	return encode(value)
 }
 
 // Validate reports every reason s cannot be published: an invalid prefix, an
@@ -103,10 +128,13 @@ func (s Subject) Validate() error {
 
 // ParseSubject parses subject, which must start with prefix followed by
 // exactly seven tokens. It accepts only what Subject.String writes: every
-// token must be canonical, the group token "~" and the namespace token "~"
-// are rejected (the empty values are written "core" and "_"), and the type
-// must be valid. Errors wrap ErrInvalidSubject, and also ErrInvalidPrefix,
-// ErrInvalidToken or ErrInvalidType when that is the cause.
+// token must be canonical or in the hashed form (see SubjectToken), the group
+// token "~" and the namespace token "~" are rejected (the empty values are
+// written "core" and "_"), and the type must be valid. A token in the hashed
+// form sets the field to the decoded readable start and its digest in
+// Digests: the exact value is in the event's headers (MetaFromHeader).
+// Errors wrap ErrInvalidSubject, and also ErrInvalidPrefix, ErrInvalidToken
+// or ErrInvalidType when that is the cause.
 func ParseSubject(prefix, subject string) (Subject, error) {
 	if err := ValidatePrefix(prefix); err != nil {
 		return Subject{}, fmt.Errorf("parse subject %q: %w: %w", subject, ErrInvalidSubject, err)
@@ -125,21 +153,22 @@ func ParseSubject(prefix, subject string) (Subject, error) {
 	fields := [tokensAfterPrefix - 1]struct {
 		name   string
 		dst    *string
+		digest *string
 		decode func(string) (string, error)
 	}{
-		{"cluster", &s.Cluster, DecodeToken},
-		{"group", &s.Group, decodeGroup},
-		{"version", &s.Version, DecodeToken},
-		{"resource", &s.Resource, DecodeToken},
-		{"namespace", &s.Namespace, decodeNamespace},
-		{"name", &s.Name, DecodeToken},
+		{"cluster", &s.Cluster, &s.Digests.Cluster, DecodeToken},
+		{"group", &s.Group, &s.Digests.Group, decodeGroup},
+		{"version", &s.Version, &s.Digests.Version, DecodeToken},
+		{"resource", &s.Resource, &s.Digests.Resource, DecodeToken},
+		{"namespace", &s.Namespace, &s.Digests.Namespace, decodeNamespace},
+		{"name", &s.Name, &s.Digests.Name, DecodeToken},
 	}
 	for i, f := range fields {
-		v, err := f.decode(toks[i])
+		v, digest, err := decodeField(toks[i], f.decode)
 		if err != nil {
 			return Subject{}, fmt.Errorf("parse subject %q: %w: %s: %w", subject, ErrInvalidSubject, f.name, err)
 		}
-		*f.dst = v
+		*f.dst, *f.digest = v, digest
 	}
 	t, err := ParseType(toks[tokensAfterPrefix-1])
 	if err != nil {
@@ -149,13 +178,39 @@ func ParseSubject(prefix, subject string) (Subject, error) {
 	return s, nil
 }
 
+// decodeField decodes one field token: the hashed form gives its readable start and digest;
+// any other token must be canonical, its value no longer than SubjectToken writes in full.
+func decodeField(tok string, decode func(string) (string, error)) (value, digest string, err error) {
+	start, digest, hashed, err := parseHashed(tok, MaxTokenLen, hashMarker)
+	switch {
+	case err != nil:
+		return "", "", err
+	case hashed:
+		v, err := DecodeToken(start)
+		if err != nil {
+			return "", "", fmt.Errorf("readable start of hashed token: %w", err)
+		}
+		return v, digest, nil
+	case len(tok) > MaxTokenLen:
+		return "", "", fmt.Errorf("token of %d bytes: longer than %d, a value this long is written in the hashed form: %w",
+			len(tok), MaxTokenLen, ErrInvalidToken)
+	}
+	v, err := decode(tok)
+	return v, "", err
+}
+
 // ValidatePrefix checks a subject prefix: one or more non-empty tokens
 // separated by ".", each made only of safe bytes (printable ASCII except
-// ".", "*", ">" and "~"), and not starting with "$", which NATS reserves for
-// its own subjects. Errors wrap ErrInvalidPrefix.
+// ".", "*", ">" and "~"), at most MaxPrefixLen bytes in all, and not
+// starting with "$", which NATS reserves for its own subjects. Errors wrap
+// ErrInvalidPrefix.
 func ValidatePrefix(prefix string) error {
 	if prefix == "" {
 		return fmt.Errorf("validate prefix %q: empty: %w", prefix, ErrInvalidPrefix)
+	}
+	if len(prefix) > MaxPrefixLen {
+		return fmt.Errorf("validate prefix of %d bytes: longer than %d, which keeps every subject within %d bytes: %w",
+			len(prefix), MaxPrefixLen, MaxSubjectLen, ErrInvalidPrefix)
 	}
 	if prefix[0] == systemPrefixByte {
 		return fmt.Errorf("validate prefix %q: starts with %q, reserved by NATS: %w", prefix, systemPrefixByte, ErrInvalidPrefix)
@@ -174,10 +229,10 @@ func ValidatePrefix(prefix string) error {
 }
 
 // StreamSubject returns <prefix>.<cluster>.>, the subject filter of the
-// stream that holds every event of one cluster. The cluster is token-encoded;
-// the prefix is used verbatim.
+// stream that holds every event of one cluster. The cluster is written as
+// SubjectToken writes it; the prefix is used verbatim.
 func StreamSubject(prefix, cluster string) string {
-	return prefix + subjectSeparator + EncodeToken(cluster) + subjectSeparator + tailWildcardToken
+	return prefix + subjectSeparator + SubjectToken(cluster) + subjectSeparator + tailWildcardToken
 }
 
 // encodeGroup returns the group token: "core" for the core group.
@@ -201,7 +256,7 @@ func decodeNamespace(tok string) (string, error) {
 }
 
 // encodeWithPlaceholder writes "" as placeholder, the value placeholder as
-// literal, and anything else with EncodeToken.
+// literal, and anything else with SubjectToken.
 func encodeWithPlaceholder(value, placeholder, literal string) string {
 	switch value {
 	case "":
@@ -209,7 +264,7 @@ func encodeWithPlaceholder(value, placeholder, literal string) string {
 	case placeholder:
 		return literal
 	}
-	return EncodeToken(value)
+	return SubjectToken(value)
 }
 
 // decodeWithPlaceholder reverses encodeWithPlaceholder. It rejects the

@@ -260,6 +260,7 @@ func TestConfigInvalid(t *testing.T) {
 		{"cluster name too long", map[string]string{"RELAY_CLUSTER": strings.Repeat("a", 64)}, "RELAY_CLUSTER", strings.Repeat("a", 64)},
 		{"bad prefix", map[string]string{"RELAY_SUBJECT_PREFIX": "kube.*"}, "RELAY_SUBJECT_PREFIX", "kube.*"},
 		{"prefix with empty token", map[string]string{"RELAY_SUBJECT_PREFIX": "kube..events"}, "RELAY_SUBJECT_PREFIX", "kube..events"},
+		{"prefix too long for the subject bound", map[string]string{"RELAY_SUBJECT_PREFIX": strings.Repeat("k", 257)}, "RELAY_SUBJECT_PREFIX", strings.Repeat("k", 257)},
 		{"bad stream name", map[string]string{"RELAY_STREAM": "KUBE.EVENTS"}, "RELAY_STREAM", "KUBE.EVENTS"},
 		{"stream name with space", map[string]string{"RELAY_STREAM": "KUBE EVENTS"}, "RELAY_STREAM", "KUBE EVENTS"},
 		{"bad bucket name", map[string]string{"RELAY_CHECKPOINT_BUCKET": "kube.checkpoints"}, "RELAY_CHECKPOINT_BUCKET", "kube.checkpoints"},

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/kube-nats-relay/kube-nats-relay/event"
 	"github.com/kube-nats-relay/kube-nats-relay/filter"
 )
 
@@ -285,6 +286,9 @@ func (c Config) validateOutput(ps *problems) {
 			ps.add("RELAY_SUBJECT_PREFIX", c.SubjectPrefix, "must be dot-separated tokens of letters, digits, '_' or '-'")
 			break
 		}
+	}
+	if len(c.SubjectPrefix) > event.MaxPrefixLen {
+		ps.addf("RELAY_SUBJECT_PREFIX", c.SubjectPrefix, "must be at most %d bytes, so that every subject stays within nats-server's control line", event.MaxPrefixLen)
 	}
 	if !validStreamName(c.Stream) {
 		ps.addf("RELAY_STREAM", c.Stream, `must be a JetStream name: 1-%d printable characters except whitespace, '.', '*', '>', '/' and '\'`, maxStreamNameLen)

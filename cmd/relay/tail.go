@@ -7,8 +7,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/kelseyhightower/envconfig"
 	"github.com/nats-io/nats.go"
@@ -334,6 +337,7 @@ func (p tailPrinter) line(e consumer.Event) string {
 	if e.Namespace != "" {
 		object = e.Namespace + "/" + e.Name
 	}
+	object = tailQuote(object)
 	line := p.columns(ts, string(e.Type), e.Cluster, resource, object, e.ResourceVersion, string(e.Origin))
 	if e.BodyOmitted != "" {
 		line += "  (body omitted: " + e.BodyOmitted + ")"
@@ -345,6 +349,18 @@ func (p tailPrinter) line(e consumer.Event) string {
 		line += "  (left the selection)"
 	}
 	return line
+}
+
+// tailQuote returns s as a Go string literal when it holds a space, a control character or
+// anything else that would not read back from a column of the line (a name may hold any
+// bytes: " lead", "a\nb"), and s unchanged otherwise.
+func tailQuote(s string) string {
+	for _, r := range s {
+		if r == ' ' || r == '"' || r == utf8.RuneError || !unicode.IsGraphic(r) || unicode.IsSpace(r) {
+			return strconv.Quote(s)
+		}
+	}
+	return s
 }
 
 // columns aligns one line; the cluster column is left out when one cluster is followed.

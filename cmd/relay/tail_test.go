@@ -155,6 +155,10 @@ func TestTailLine(t *testing.T) {
 	inferred.Type, inferred.Origin, inferred.FinalStateUnknown = event.Deleted, event.Relist, true
 	unknownTime := base
 	unknownTime.Time = time.Time{}
+	newline := base
+	newline.Name = "a\nb"
+	leading := base
+	leading.Name = " lead"
 
 	tests := []struct {
 		name    string
@@ -168,6 +172,8 @@ func TestTailLine(t *testing.T) {
 		{name: "no time at all", e: unknownTime, want: "-                        added     deployments.apps      demo/web                          212       live"},
 		{name: "cluster-scoped core object", e: clusterScoped, want: "2026-11-30 06:10:18.603  added     namespaces            demo                              212       live"},
 		{name: "body omitted", e: omitted, want: "2026-11-30 06:10:18.603  added     deployments.apps      demo/web                          212       live  (body omitted: oversize)"},
+		{name: "name with a newline quoted", e: newline, want: "2026-11-30 06:10:18.603  added     deployments.apps      \"demo/a\\nb\"                       212       live"},
+		{name: "name with a leading space quoted", e: leading, want: "2026-11-30 06:10:18.603  added     deployments.apps      \"demo/ lead\"                      212       live"},
 		{name: "inferred delete", e: inferred, want: "2026-11-30 06:10:18.603  deleted   deployments.apps      demo/web                          212       relist  (final state unknown)"},
 	}
 	for _, tt := range tests {
