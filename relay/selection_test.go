@@ -105,7 +105,13 @@ func TestFailedReadAfterADeleteReopensTheWatchBeforeIt(t *testing.T) {
 	r := &scriptedReader{watches: make(chan watch.Interface, 2)}
 	r.list = func(call int, opts metav1.ListOptions) (*page, error) {
 		if opts.FieldSelector == "" {
-			return scriptedPage("10", "", scriptedConfigMap("ns", "a", "uid-a", "5", "x"), scriptedConfigMap("ns", "b", "uid-b", "6", "x")), nil
+			// The first list is the initial sync; later ones are the resume check before each
+			// watch, which must see the cluster past every change the watches deliver.
+			rv := "10"
+			if call > 1 {
+				rv = "40"
+			}
+			return scriptedPage(rv, "", scriptedConfigMap("ns", "a", "uid-a", "5", "x"), scriptedConfigMap("ns", "b", "uid-b", "6", "x")), nil
 		}
 		if reads.Add(1) == 1 {
 			return nil, apierrors.NewInternalError(errors.New("etcd leader changed"))
