@@ -52,9 +52,9 @@ echo "$got"
 echo "== relay --help"
 help="$(env -i "$tmp/relay" --help 2>&1)" || fail "relay --help exited $?"
 for v in RELAY_RESOURCES NATS_URL KUBECONFIG RELAY_NATS_DATA_DIR RELAY_NATS_LISTEN; do
-	grep -q "^$v"$'\t' <<<"$help" || fail "relay --help does not list $v"
+	grep -qE "^$v[[:space:]]" <<<"$help" || fail "relay --help does not list $v"
 done
-echo "exit 0, lists $(grep -cE $'^(RELAY_|NATS_URL\t|KUBECONFIG\t)' <<<"$help") variables"
+echo "exit 0, lists $(grep -cE '^(RELAY_|NATS_URL[[:space:]]|KUBECONFIG[[:space:]])' <<<"$help") variables"
 
 echo "== relay without configuration"
 rc=0
