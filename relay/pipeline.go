@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -439,7 +440,7 @@ func (p *pipeline) run(ctx context.Context, stop <-chan struct{}) error {
 func (p *pipeline) refused(it *item, why Refusal, err error) bool {
 	step := it.currentStep()
 	if step == StepMirror && why == RefusedTooLarge && !it.mirrorReduced {
-		if ref, ok := identityState(it.msg); ok {
+		if ref, ok := identityState(it.msg, it.key); ok {
 			it.mirror.Data, it.mirrorReduced = ref, true
 			if p.onRefused != nil {
 				p.onRefused(it, step, why, err, true)
@@ -475,14 +476,22 @@ func (p *pipeline) refused(it *item, why Refusal, err error) bool {
 
 // identityState returns the state mirror's record of an object too large for its bucket:
 // its identity read from the event's headers (apiVersion, kind, namespace, name, uid,
-// resourceVersion), as the mirror keeps for an object over max_payload.
-func identityState(msg *nats.Msg) ([]byte, bool) {
+// resourceVersion), as the mirror keeps for an object over max_payload. The namespace and
+// name come from key (namespace/name) when the headers hold them in the hashed form.
+func identityState(msg *nats.Msg, key string) ([]byte, bool) {
 	if msg == nil {
 		return nil, false
 	}
 	meta, err := event.MetaFromHeader(msg.Header)
 	if err != nil {
 		return nil, false
+	}
+	if !meta.Exact() {
+		ns, name, namespaced := strings.Cut(key, "/")
+		if !namespaced {
+			ns, name = "", key
+		}
+		meta.Namespace, meta.Name = ns, name
 	}
 	metadata := map[string]any{"name": meta.Name, "uid": meta.UID, "resourceVersion": meta.ResourceVersion}
 	if meta.Namespace != "" {

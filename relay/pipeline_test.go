@@ -569,3 +569,33 @@ func TestDeniedSubjectReadsOnlyPublishViolations(t *testing.T) {
 		})
 	}
 }
+
+func TestPipelineRecordsTheExactNameOfAnObjectTheMirrorRefuses(t *testing.T) {
+	// A name longer than event.MaxHeaderValueLen reaches the headers in the hashed form, so
+	// the identity record cannot take the name from them.
+	name := strings.Repeat("long name ", 2000)
+	r, refusals := startRefusingPipeline(t, 10)
+	meta := event.Meta{Cluster: "c", Version: "v1", Resource: "rolebindings", Group: "rbac.authorization.k8s.io", Kind: "RoleBinding",
+		Namespace: "ns", Name: name, UID: "u-1", ResourceVersion: "7", Type: event.Added, Origin: event.Live}
+	it := &item{key: "ns/" + name, msg: &nats.Msg{Subject: "ev", Header: meta.Header()}, rv: "7",
+		mirror: &nats.Msg{Subject: "mirror.long", Data: []byte(`{"data":"` + strings.Repeat("x", 100) + `"}`)}}
+	r.p.in <- it
+	r.next(t).fail(apiError(jetstream.JSErrCodeStreamMessageExceedsMaximum, "message size exceeds maximum allowed"))
+	if got := nextRefusal(t, refusals); !got.reference || got.step != StepMirror {
+		t.Fatalf("refusal: got %+v, want the mirror record reduced", got)
+	}
+	ref := r.next(t)
+	var state struct {
+		Metadata struct{ Namespace, Name string }
+	}
+	if err := json.Unmarshal(ref.msg.Data, &state); err != nil {
+		t.Fatalf("reduced mirror record: %v", err)
+	}
+	if state.Metadata.Namespace != "ns" || state.Metadata.Name != name {
+		t.Errorf("reduced mirror record: got namespace %q and a name of %d bytes, want ns and the exact name of %d bytes",
+			state.Metadata.Namespace, len(state.Metadata.Name), len(name))
+	}
+	ref.ack()
+	r.next(t).ack()
+	waitCheckpoint(t, r.ck, "7")
+}
