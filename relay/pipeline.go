@@ -252,7 +252,16 @@ func (p *pipeline) run(ctx context.Context, stop <-chan struct{}) error {
 		// backingOff holds items waiting for their retry timer; on stop they are given up
 		// at once instead of holding the shutdown until their timers fire.
 		backingOff = make(map[*item]bool)
+		// orphaned counts denied publishes whose future the client still holds: the server
+		// sends no reply to a denied publish, so the client keeps it pending until its ack
+		// times out, in a window all sources share. They count toward maxOutstanding, so
+		// that a denied namespace cannot fill that window and stall the other sources;
+		// released receives one value as each is let go.
+		orphaned int
+		released = make(chan struct{})
+		exit     = make(chan struct{})
 	)
+	defer close(exit)
 	defer p.exited.Store(true)
 	defer func() {
 		for _, it := range pending {
@@ -284,6 +293,14 @@ func (p *pipeline) run(ctx context.Context, stop <-chan struct{}) error {
 				results <- result{it: it, err: err}
 			case err := <-denied:
 				results <- result{it: it, err: err}
+				select {
+				case <-fut.Ok():
+				case <-fut.Err():
+				}
+				select {
+				case released <- struct{}{}:
+				case <-exit:
+				}
 			}
 		}()
 	}
@@ -329,7 +346,7 @@ func (p *pipeline) run(ctx context.Context, stop <-chan struct{}) error {
 			}
 		}
 		take := in
-		if stopping || len(pending) >= p.maxOutstanding {
+		if stopping || len(pending)+orphaned >= p.maxOutstanding {
 			take = nil
 		}
 		var stopC <-chan struct{}
@@ -362,7 +379,13 @@ func (p *pipeline) run(ctx context.Context, stop <-chan struct{}) error {
 			q.busy = true
 			send(it)
 
+		case <-released:
+			orphaned--
+
 		case r := <-results:
+			if errors.Is(r.err, ErrPublishDenied) {
+				orphaned++
+			}
 			why := refusalOf(r.err)
 			if why == "" {
 				p.noteResult(r.err)

@@ -611,3 +611,31 @@ func TestDenialsLeaveAViolationNoPublishWaitsForToTheCaller(t *testing.T) {
 		t.Error("Observe: got true for a violation no publish waits for, want false so that the caller logs it")
 	}
 }
+
+func TestPipelineCountsADeniedPublishUntilTheClientLetsItGo(t *testing.T) {
+	// The server sends no reply to a denied publish, so the client holds its future until the
+	// ack times out, in a pending window all sources share (sized by their max outstanding).
+	// A pipeline that counted a denied publish as done at once would fill that window with
+	// the futures of a denied namespace and stall every other source's publishes.
+	r := &pipelineRun{pub: &fakePublisher{sent: make(chan *fakeFuture, 100)}, ck: &checkpoints{}, stop: make(chan struct{}), done: make(chan error, 1)}
+	r.p = newPipeline(r.pub, 100, 1, r.ck.advance, nil)
+	d := NewDenials()
+	r.p.denials = d
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go func() { r.done <- r.p.run(ctx, r.stop) }()
+
+	r.p.in <- change("a", "kube.c.core.v1.configmaps.denied.a.added", "1")
+	r.p.in <- change("b", "kube.c.core.v1.configmaps.ok.b.added", "2")
+	a := r.next(t)
+	d.Observe(fmt.Errorf("%w: %s", nats.ErrPermissionViolation, `Permissions Violation for Publish to "kube.c.core.v1.configmaps.denied.a.added"`))
+	waitCheckpoint(t, r.ck, "1") // a given up: the checkpoint moves past it
+	r.none(t, 50*time.Millisecond)
+	a.fail(jetstream.ErrAsyncPublishTimeout) // the client lets the future go
+	b := r.next(t)
+	if b.msg.Subject != "kube.c.core.v1.configmaps.ok.b.added" {
+		t.Fatalf("publish: got %s, want b", b.msg.Subject)
+	}
+	b.ack()
+	waitCheckpoint(t, r.ck, "2")
+}
