@@ -256,13 +256,22 @@ func (p *pipeline) run(ctx context.Context, stop <-chan struct{}) error {
 		// sends no reply to a denied publish, so the client keeps it pending until its ack
 		// times out, in a window all sources share. They count toward maxOutstanding, so
 		// that a denied namespace cannot fill that window and stall the other sources;
-		// released receives one value as each is let go.
-		orphaned int
-		released = make(chan struct{})
-		exit     = make(chan struct{})
+		// released receives each one's item as it is let go. The client holds the message
+		// meanwhile, so its item's charge on the budget is kept (orphanCharges) until
+		// every orphan of the item is let go (orphans).
+		orphaned      int
+		orphans       = make(map[*item]int)
+		orphanCharges = make(map[*item]int64)
+		released      = make(chan *item)
+		exit          = make(chan struct{})
 	)
 	defer close(exit)
 	defer p.exited.Store(true)
+	defer func() {
+		for _, c := range orphanCharges {
+			p.budget.releaseChange(c)
+		}
+	}()
 	defer func() {
 		for _, it := range pending {
 			it.release(p.budget)
@@ -298,7 +307,7 @@ func (p *pipeline) run(ctx context.Context, stop <-chan struct{}) error {
 				case <-fut.Err():
 				}
 				select {
-				case released <- struct{}{}:
+				case released <- it:
 				case <-exit:
 				}
 			}
@@ -379,12 +388,20 @@ func (p *pipeline) run(ctx context.Context, stop <-chan struct{}) error {
 			q.busy = true
 			send(it)
 
-		case <-released:
+		case it := <-released:
 			orphaned--
+			if orphans[it]--; orphans[it] == 0 {
+				p.budget.releaseChange(orphanCharges[it])
+				delete(orphans, it)
+				delete(orphanCharges, it)
+			}
 
 		case r := <-results:
 			if errors.Is(r.err, ErrPublishDenied) {
 				orphaned++
+				orphans[r.it]++
+				orphanCharges[r.it] += r.it.charged
+				r.it.charged = 0
 			}
 			why := refusalOf(r.err)
 			if why == "" {

@@ -617,25 +617,34 @@ func TestPipelineCountsADeniedPublishUntilTheClientLetsItGo(t *testing.T) {
 	// ack times out, in a pending window all sources share (sized by their max outstanding).
 	// A pipeline that counted a denied publish as done at once would fill that window with
 	// the futures of a denied namespace and stall every other source's publishes.
+	// The client also holds the message meanwhile: its charge on the budget is kept.
 	r := &pipelineRun{pub: &fakePublisher{sent: make(chan *fakeFuture, 100)}, ck: &checkpoints{}, stop: make(chan struct{}), done: make(chan error, 1)}
 	r.p = newPipeline(r.pub, 100, 1, r.ck.advance, nil)
-	d := NewDenials()
-	r.p.denials = d
+	d, b := NewDenials(), NewBudget(1<<20)
+	r.p.denials, r.p.budget = d, b
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	go func() { r.done <- r.p.run(ctx, r.stop) }()
 
-	r.p.in <- change("a", "kube.c.core.v1.configmaps.denied.a.added", "1")
+	itA := change("a", "kube.c.core.v1.configmaps.denied.a.added", "1")
+	itA.charged, _ = b.tryChange(1000)
+	r.p.in <- itA
 	r.p.in <- change("b", "kube.c.core.v1.configmaps.ok.b.added", "2")
 	a := r.next(t)
 	d.Observe(fmt.Errorf("%w: %s", nats.ErrPermissionViolation, `Permissions Violation for Publish to "kube.c.core.v1.configmaps.denied.a.added"`))
 	waitCheckpoint(t, r.ck, "1") // a given up: the checkpoint moves past it
 	r.none(t, 50*time.Millisecond)
-	a.fail(jetstream.ErrAsyncPublishTimeout) // the client lets the future go
-	b := r.next(t)
-	if b.msg.Subject != "kube.c.core.v1.configmaps.ok.b.added" {
-		t.Fatalf("publish: got %s, want b", b.msg.Subject)
+	if got := b.Used(); got != 1000 {
+		t.Errorf("budget while the client holds a's message: got %d bytes, want 1000", got)
 	}
-	b.ack()
+	a.fail(jetstream.ErrAsyncPublishTimeout) // the client lets the future go
+	pubB := r.next(t)
+	if pubB.msg.Subject != "kube.c.core.v1.configmaps.ok.b.added" {
+		t.Fatalf("publish: got %s, want b", pubB.msg.Subject)
+	}
+	pubB.ack()
 	waitCheckpoint(t, r.ck, "2")
+	if got := b.Used(); got != 0 {
+		t.Errorf("budget once everything is let go: got %d bytes, want 0", got)
+	}
 }
