@@ -305,6 +305,8 @@ func (p *pipeline) run(ctx context.Context, stop <-chan struct{}) error {
 				select {
 				case <-fut.Ok():
 				case <-fut.Err():
+				case <-exit:
+					return
 				}
 				select {
 				case released <- it:
