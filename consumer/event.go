@@ -122,11 +122,11 @@ func decode(subject string, h nats.Header, data []byte) (Event, error) {
 	e := Event{
 		Meta:              m,
 		Prefix:            prefix,
-		BodyOmitted:       h.Get(event.HeaderBodyOmitted),
+		BodyOmitted:       headerText(h.Get(event.HeaderBodyOmitted)),
 		FinalStateUnknown: h.Get(event.HeaderFinalStateUnknown) == finalStateUnknownValue,
 		LeftSelection:     h.Get(event.HeaderLeftSelection) == leftSelectionValue,
 	}
-	if r := h.Get(event.HeaderRedacted); r != "" {
+	if r := headerText(h.Get(event.HeaderRedacted)); r != "" {
 		e.Redacted = strings.Split(r, ",")
 	}
 	if e.BodyOmitted != "" || len(data) == 0 {
@@ -221,4 +221,14 @@ func subjectPrefix(subject string, m event.Meta) (string, error) {
 		return "", fmt.Errorf("subject prefix: %w: %w", event.ErrInvalidSubject, err)
 	}
 	return prefix, nil
+}
+
+// headerText reads a header the relay percent-encodes but that only informs (the reason a
+// body was omitted, the redacted paths): decoded once, or as it is when it does not decode (a
+// value an older relay wrote unencoded, with a '%' of its own).
+func headerText(raw string) string {
+	if v, err := event.DecodeHeaderValue(raw); err == nil {
+		return v
+	}
+	return raw
 }

@@ -42,16 +42,23 @@ func roleBindingMeta(cluster, name string) event.Meta {
 		Type: event.Added, Origin: event.Live}
 }
 
+// publishUnusualNames publishes the event of a RoleBinding in namespace ns for each of
+// unusualNames, as the relay writes it.
+func publishUnusualNames(t *testing.T, js jetstream.JetStream, cluster string) {
+	t.Helper()
+	for _, name := range unusualNames {
+		m := roleBindingMeta(cluster, name)
+		if _, err := js.PublishMsg(context.Background(), &nats.Msg{Subject: m.Subject("kube").String(), Header: m.Header(), Data: nameBody(t, "ns", name)}); err != nil {
+			t.Fatalf("publish %.40q: %v", name, err)
+		}
+	}
+}
+
 func TestDecodeKeepsEveryNameExact(t *testing.T) {
 	ctx := context.Background()
 	js := jsClient(t)
 	stream, cluster := testStream(t, js)
-	for _, name := range unusualNames {
-		m := roleBindingMeta(cluster, name)
-		if _, err := js.PublishMsg(ctx, &nats.Msg{Subject: m.Subject("kube").String(), Header: m.Header(), Data: nameBody(t, "ns", name)}); err != nil {
-			t.Fatalf("publish %.40q: %v", name, err)
-		}
-	}
+	publishUnusualNames(t, js, cluster)
 	cons, err := js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{})
 	if err != nil {
 		t.Fatal(err)
@@ -100,12 +107,7 @@ func TestFilterOnAnExactNameSelectsOnlyThatObject(t *testing.T) {
 	ctx := context.Background()
 	js := jsClient(t)
 	stream, cluster := testStream(t, js)
-	for _, name := range unusualNames {
-		m := roleBindingMeta(cluster, name)
-		if _, err := js.PublishMsg(ctx, &nats.Msg{Subject: m.Subject("kube").String(), Header: m.Header(), Data: nameBody(t, "ns", name)}); err != nil {
-			t.Fatalf("publish %.40q: %v", name, err)
-		}
-	}
+	publishUnusualNames(t, js, cluster)
 	for _, name := range unusualNames {
 		t.Run(fmt.Sprintf("%.20q", name), func(t *testing.T) {
 			f := consumer.ResourceFilter("kube", cluster, schema.GroupResource{Group: "rbac.authorization.k8s.io", Resource: "rolebindings"})

@@ -65,3 +65,33 @@ func TestDecodePayloadModes(t *testing.T) {
 		})
 	}
 }
+
+func TestDecodeReadsTheExtraHeadersPercentDecoded(t *testing.T) {
+	tests := []struct {
+		name     string
+		omitted  string // k8s-body-omitted as sent
+		redacted string // k8s-redacted as sent
+		wantOmit string
+		wantRed  []string
+	}{
+		{name: "as the relay writes them", omitted: event.EncodeHeaderValue("encode: bad\n100%"),
+			redacted: event.EncodeHeaderValue("data,metadata.annotations.secret note"),
+			wantOmit: "encode: bad\n100%", wantRed: []string{"data", "metadata.annotations.secret note"}},
+		{name: "written unencoded by an older relay", omitted: "encode: 100% bad", redacted: "data",
+			wantOmit: "encode: 100% bad", wantRed: []string{"data"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			msg := relayMsg("kube", configMapMeta, "")
+			msg.Header.Set(event.HeaderBodyOmitted, tt.omitted)
+			msg.Header.Set(event.HeaderRedacted, tt.redacted)
+			e, err := consumer.DecodeMsg(msg)
+			if err != nil {
+				t.Fatalf("DecodeMsg: %v", err)
+			}
+			if e.BodyOmitted != tt.wantOmit || !slices.Equal(e.Redacted, tt.wantRed) {
+				t.Errorf("got BodyOmitted %q, Redacted %q, want %q, %q", e.BodyOmitted, e.Redacted, tt.wantOmit, tt.wantRed)
+			}
+		})
+	}
+}

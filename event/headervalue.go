@@ -14,20 +14,26 @@ import (
 // whitespace, CR or LF that nats.go trims from header values or rewrites, nor a byte
 // another NATS client may not read as ASCII. DecodeHeaderValue reverses it.
 func EncodeHeaderValue(value string) string {
+	return percentEncode(value, headerEscaped)
+}
+
+// percentEncode writes every byte of s that escaped reports as "%XX" with upper-case hex
+// digits and copies every other byte; s itself when nothing is escaped.
+func percentEncode(s string, escaped func(byte) bool) string {
 	n := 0
-	for i := 0; i < len(value); i++ {
-		if headerEscaped(value[i]) {
+	for i := 0; i < len(s); i++ {
+		if escaped(s[i]) {
 			n++
 		}
 	}
 	if n == 0 {
-		return value
+		return s
 	}
 	var b strings.Builder
-	b.Grow(len(value) + 2*n)
-	for i := 0; i < len(value); i++ {
-		c := value[i]
-		if !headerEscaped(c) {
+	b.Grow(len(s) + 2*n)
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !escaped(c) {
 			b.WriteByte(c)
 			continue
 		}

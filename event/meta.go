@@ -389,19 +389,7 @@ func badHeader(name, got, want string) error {
 // unreserved characters A-Z a-z 0-9 "-" "." "_" "~", so that the result is
 // valid both as a URI host (reg-name) and as a path segment.
 func escapeURISegment(s string) string {
-	var b strings.Builder
-	b.Grow(len(s))
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if isUnreserved(c) {
-			b.WriteByte(c)
-			continue
-		}
-		b.WriteByte('%')
-		b.WriteByte(upperHex[c>>4])
-		b.WriteByte(upperHex[c&0x0F])
-	}
-	return b.String()
+	return percentEncode(s, func(c byte) bool { return !isUnreserved(c) })
 }
 
 // isUnreserved reports whether c is an RFC 3986 unreserved character.

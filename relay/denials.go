@@ -39,7 +39,8 @@ func NewDenials() *Denials { return &Denials{} }
 
 // Observe reads an asynchronous connection error; for a permissions violation on a publish
 // it fails every publish in flight to that subject with ErrPublishDenied and returns true.
-// Other errors are left alone (false).
+// Other errors, and a violation no publish waits for (a checkpoint write, a read of the
+// stream), are left alone (false): the caller logs them.
 func (d *Denials) Observe(err error) bool {
 	if d == nil || !errors.Is(err, nats.ErrPermissionViolation) {
 		return false
@@ -57,7 +58,7 @@ func (d *Denials) Observe(err error) bool {
 		default:
 		}
 	}
-	return true
+	return len(d.waiting[subject]) > 0
 }
 
 // deniedSubject extracts the subject from the text of a publish permissions violation.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -251,8 +252,26 @@ func (p *pipeline) run(ctx context.Context, stop <-chan struct{}) error {
 		// backingOff holds items waiting for their retry timer; on stop they are given up
 		// at once instead of holding the shutdown until their timers fire.
 		backingOff = make(map[*item]bool)
+		// orphaned counts denied publishes whose future the client still holds: the server
+		// sends no reply to a denied publish, so the client keeps it pending until its ack
+		// times out, in a window all sources share. They count toward maxOutstanding, so
+		// that a denied namespace cannot fill that window and stall the other sources;
+		// released receives each one's item as it is let go. The client holds the message
+		// meanwhile, so its item's charge on the budget is kept (orphanCharges) until
+		// every orphan of the item is let go (orphans).
+		orphaned      int
+		orphans       = make(map[*item]int)
+		orphanCharges = make(map[*item]int64)
+		released      = make(chan *item)
+		exit          = make(chan struct{})
 	)
+	defer close(exit)
 	defer p.exited.Store(true)
+	defer func() {
+		for _, c := range orphanCharges {
+			p.budget.releaseChange(c)
+		}
+	}()
 	defer func() {
 		for _, it := range pending {
 			it.release(p.budget)
@@ -283,6 +302,16 @@ func (p *pipeline) run(ctx context.Context, stop <-chan struct{}) error {
 				results <- result{it: it, err: err}
 			case err := <-denied:
 				results <- result{it: it, err: err}
+				select {
+				case <-fut.Ok():
+				case <-fut.Err():
+				case <-exit:
+					return
+				}
+				select {
+				case released <- it:
+				case <-exit:
+				}
 			}
 		}()
 	}
@@ -328,7 +357,7 @@ func (p *pipeline) run(ctx context.Context, stop <-chan struct{}) error {
 			}
 		}
 		take := in
-		if stopping || len(pending) >= p.maxOutstanding {
+		if stopping || len(pending)+orphaned >= p.maxOutstanding {
 			take = nil
 		}
 		var stopC <-chan struct{}
@@ -361,7 +390,21 @@ func (p *pipeline) run(ctx context.Context, stop <-chan struct{}) error {
 			q.busy = true
 			send(it)
 
+		case it := <-released:
+			orphaned--
+			if orphans[it]--; orphans[it] == 0 {
+				p.budget.releaseChange(orphanCharges[it])
+				delete(orphans, it)
+				delete(orphanCharges, it)
+			}
+
 		case r := <-results:
+			if errors.Is(r.err, ErrPublishDenied) {
+				orphaned++
+				orphans[r.it]++
+				orphanCharges[r.it] += r.it.charged
+				r.it.charged = 0
+			}
 			why := refusalOf(r.err)
 			if why == "" {
 				p.noteResult(r.err)
@@ -439,7 +482,7 @@ func (p *pipeline) run(ctx context.Context, stop <-chan struct{}) error {
 func (p *pipeline) refused(it *item, why Refusal, err error) bool {
 	step := it.currentStep()
 	if step == StepMirror && why == RefusedTooLarge && !it.mirrorReduced {
-		if ref, ok := identityState(it.msg); ok {
+		if ref, ok := identityState(it.msg, it.key); ok {
 			it.mirror.Data, it.mirrorReduced = ref, true
 			if p.onRefused != nil {
 				p.onRefused(it, step, why, err, true)
@@ -475,14 +518,22 @@ func (p *pipeline) refused(it *item, why Refusal, err error) bool {
 
 // identityState returns the state mirror's record of an object too large for its bucket:
 // its identity read from the event's headers (apiVersion, kind, namespace, name, uid,
-// resourceVersion), as the mirror keeps for an object over max_payload.
-func identityState(msg *nats.Msg) ([]byte, bool) {
+// resourceVersion), as the mirror keeps for an object over max_payload. The namespace and
+// name come from key (namespace/name) when the headers hold them in the hashed form.
+func identityState(msg *nats.Msg, key string) ([]byte, bool) {
 	if msg == nil {
 		return nil, false
 	}
 	meta, err := event.MetaFromHeader(msg.Header)
 	if err != nil {
 		return nil, false
+	}
+	if !meta.Exact() {
+		ns, name, namespaced := strings.Cut(key, "/")
+		if !namespaced {
+			ns, name = "", key
+		}
+		meta.Namespace, meta.Name = ns, name
 	}
 	metadata := map[string]any{"name": meta.Name, "uid": meta.UID, "resourceVersion": meta.ResourceVersion}
 	if meta.Namespace != "" {

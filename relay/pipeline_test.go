@@ -569,3 +569,82 @@ func TestDeniedSubjectReadsOnlyPublishViolations(t *testing.T) {
 		})
 	}
 }
+
+func TestPipelineRecordsTheExactNameOfAnObjectTheMirrorRefuses(t *testing.T) {
+	// A name longer than event.MaxHeaderValueLen reaches the headers in the hashed form, so
+	// the identity record cannot take the name from them.
+	name := strings.Repeat("long name ", 2000)
+	r, refusals := startRefusingPipeline(t, 10)
+	meta := event.Meta{Cluster: "c", Version: "v1", Resource: "rolebindings", Group: "rbac.authorization.k8s.io", Kind: "RoleBinding",
+		Namespace: "ns", Name: name, UID: "u-1", ResourceVersion: "7", Type: event.Added, Origin: event.Live}
+	it := &item{key: "ns/" + name, msg: &nats.Msg{Subject: "ev", Header: meta.Header()}, rv: "7",
+		mirror: &nats.Msg{Subject: "mirror.long", Data: []byte(`{"data":"` + strings.Repeat("x", 100) + `"}`)}}
+	r.p.in <- it
+	r.next(t).fail(apiError(jetstream.JSErrCodeStreamMessageExceedsMaximum, "message size exceeds maximum allowed"))
+	if got := nextRefusal(t, refusals); !got.reference || got.step != StepMirror {
+		t.Fatalf("refusal: got %+v, want the mirror record reduced", got)
+	}
+	ref := r.next(t)
+	var state struct {
+		Metadata struct{ Namespace, Name string }
+	}
+	if err := json.Unmarshal(ref.msg.Data, &state); err != nil {
+		t.Fatalf("reduced mirror record: %v", err)
+	}
+	if state.Metadata.Namespace != "ns" || state.Metadata.Name != name {
+		t.Errorf("reduced mirror record: got namespace %q and a name of %d bytes, want ns and the exact name of %d bytes",
+			state.Metadata.Namespace, len(state.Metadata.Name), len(name))
+	}
+	ref.ack()
+	r.next(t).ack()
+	waitCheckpoint(t, r.ck, "7")
+}
+
+func TestDenialsLeaveAViolationNoPublishWaitsForToTheCaller(t *testing.T) {
+	// A denied checkpoint write or stream read (a request the pipeline does not make) must
+	// reach the connection's error log, not vanish.
+	d := NewDenials()
+	_, cancel := d.watch("kube.c.core.v1.configmaps.ns.a.added")
+	defer cancel()
+	err := fmt.Errorf("%w: %s", nats.ErrPermissionViolation, `Permissions Violation for Publish to "$KV.relay-checkpoints.c/configmaps"`)
+	if d.Observe(err) {
+		t.Error("Observe: got true for a violation no publish waits for, want false so that the caller logs it")
+	}
+}
+
+func TestPipelineCountsADeniedPublishUntilTheClientLetsItGo(t *testing.T) {
+	// The server sends no reply to a denied publish, so the client holds its future until the
+	// ack times out, in a pending window all sources share (sized by their max outstanding).
+	// A pipeline that counted a denied publish as done at once would fill that window with
+	// the futures of a denied namespace and stall every other source's publishes.
+	// The client also holds the message meanwhile: its charge on the budget is kept.
+	r := &pipelineRun{pub: &fakePublisher{sent: make(chan *fakeFuture, 100)}, ck: &checkpoints{}, stop: make(chan struct{}), done: make(chan error, 1)}
+	r.p = newPipeline(r.pub, 100, 1, r.ck.advance, nil)
+	d, b := NewDenials(), NewBudget(1<<20)
+	r.p.denials, r.p.budget = d, b
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go func() { r.done <- r.p.run(ctx, r.stop) }()
+
+	itA := change("a", "kube.c.core.v1.configmaps.denied.a.added", "1")
+	itA.charged, _ = b.tryChange(1000)
+	r.p.in <- itA
+	r.p.in <- change("b", "kube.c.core.v1.configmaps.ok.b.added", "2")
+	a := r.next(t)
+	d.Observe(fmt.Errorf("%w: %s", nats.ErrPermissionViolation, `Permissions Violation for Publish to "kube.c.core.v1.configmaps.denied.a.added"`))
+	waitCheckpoint(t, r.ck, "1") // a given up: the checkpoint moves past it
+	r.none(t, 50*time.Millisecond)
+	if got := b.Used(); got != 1000 {
+		t.Errorf("budget while the client holds a's message: got %d bytes, want 1000", got)
+	}
+	a.fail(jetstream.ErrAsyncPublishTimeout) // the client lets the future go
+	pubB := r.next(t)
+	if pubB.msg.Subject != "kube.c.core.v1.configmaps.ok.b.added" {
+		t.Fatalf("publish: got %s, want b", pubB.msg.Subject)
+	}
+	pubB.ack()
+	waitCheckpoint(t, r.ck, "2")
+	if got := b.Used(); got != 0 {
+		t.Errorf("budget once everything is let go: got %d bytes, want 0", got)
+	}
+}

@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/kube-nats-relay/kube-nats-relay/event"
 )
 
 // listRV is a reader whose lists answer only a resourceVersion, and records their options.
@@ -176,5 +178,33 @@ func TestRewatchAfterAnEtcdRestoreRelists(t *testing.T) {
 	<-done
 	if notes[NoteAhead] != 1 {
 		t.Errorf("NoteAhead: got %d, want 1", notes[NoteAhead])
+	}
+}
+
+// scriptedWhenRules publish a change only when its data.v is "pub", as a rule's when
+// expression does.
+type scriptedWhenRules struct{ defaultRules }
+
+func (scriptedWhenRules) Decide(c Change) Verdict {
+	if bodyField(c.Object, "data", "v") == "pub" {
+		return Verdict{Publish: true}
+	}
+	return Verdict{Reason: "when"}
+}
+
+func TestRelistForgetsAnIndexEntryAheadOfTheObjectEvenWhenItsChangeIsFiltered(t *testing.T) {
+	// The index holds a at 5000, from a history the cluster no longer has (etcd restored,
+	// same uids). The relist finds a at 300, and the rules filter that change; a change of
+	// a at 330 that passes them must not be taken for a replay of what was indexed at 5000.
+	r := &scriptedReader{watches: make(chan watch.Interface, 1)}
+	r.list = func(int, metav1.ListOptions) (*page, error) {
+		return scriptedPage("320", "", scriptedConfigMap("ns", "a", "uid-a", "300", "skip")), nil
+	}
+	r.watches <- scriptedWatch(watch.Event{Type: watch.Modified, Object: scriptedConfigMap("ns", "a", "uid-a", "330", "pub")})
+	s := newScriptedIntake(r, scriptedWhenRules{})
+	s.in.index.put("ns/a", entry{UID: "uid-a", ResourceVersion: "5000"})
+	got := s.run(t, "", 1)
+	if g := got[0]; g.meta.Type != event.Modified || g.meta.Name != "a" || g.meta.ResourceVersion != "330" {
+		t.Errorf("got %s, want the change of a at 330", g)
 	}
 }

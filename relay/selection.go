@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 )
 
@@ -29,7 +30,7 @@ func (s *Source) hasServerSelector() bool {
 // resourceVersion no older than the event's: the same uid still there means the object left
 // the selection; nothing, or another uid (deleted and re-created), means it was deleted.
 //
-// The read is one list of at most one object (a field selector on metadata.name, which every
+// The read is one list request of at most one object (a field selector on metadata.name, which every
 // resource supports, and which the relay's list permission covers), made only by sources with
 // a server-side selector. Races resolve to what is true at the read: an object deleted just
 // after leaving the selection counts as deleted; one that left and came back still counts as
@@ -38,18 +39,22 @@ func (in *intake) leftSelection(ctx context.Context, obj object) (bool, error) {
 	if !in.src.hasServerSelector() {
 		return false, nil
 	}
+	// One request without paging: a name selects at most one object, so the read takes no
+	// list page's share of the memory budget, which would make the delete wait for that share
+	// (with a small budget, until nothing at all is held).
 	byName := fields.OneTermEqualSelector("metadata.name", obj.GetName()).String()
-	uid := obj.GetUID()
-	found := false
-	_, err := listPages(ctx, in.src.nsClient(obj.GetNamespace()), "", byName, "", func(o object) error {
-		found = found || o.GetUID() == uid
-		return nil
-	})
+	p, err := in.src.nsClient(obj.GetNamespace()).List(ctx, metav1.ListOptions{FieldSelector: byName})
 	if err != nil {
 		return false, fmt.Errorf("read %s %s after its delete, to tell a deletion from leaving the selection: %w",
 			in.src.describe(), objectKey(obj.Unstructured), err)
 	}
-	return found, nil
+	uid := obj.GetUID()
+	for _, o := range p.items {
+		if o.GetUID() == uid {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // emitInferredDelete queues the inferred delete of an object that vanished while nobody

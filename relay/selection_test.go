@@ -104,14 +104,13 @@ func TestFailedReadAfterADeleteReopensTheWatchBeforeIt(t *testing.T) {
 	var reads atomic.Int32
 	r := &scriptedReader{watches: make(chan watch.Interface, 2)}
 	r.list = func(call int, opts metav1.ListOptions) (*page, error) {
+		if opts.FieldSelector == "" && call == 1 {
+			return scriptedPage("10", "", scriptedConfigMap("ns", "a", "uid-a", "5", "x"), scriptedConfigMap("ns", "b", "uid-b", "6", "x")), nil
+		}
 		if opts.FieldSelector == "" {
-			// The first list is the initial sync; later ones are the resume check before each
-			// watch, which must see the cluster past every change the watches deliver.
-			rv := "10"
-			if call > 1 {
-				rv = "40"
-			}
-			return scriptedPage(rv, "", scriptedConfigMap("ns", "a", "uid-a", "5", "x"), scriptedConfigMap("ns", "b", "uid-b", "6", "x")), nil
+			// The read of the cluster's resourceVersion before a re-watch (see checkResume):
+			// the cluster is past both changes the watch delivered.
+			return scriptedPage("40", ""), nil
 		}
 		if reads.Add(1) == 1 {
 			return nil, apierrors.NewInternalError(errors.New("etcd leader changed"))
@@ -140,5 +139,42 @@ func TestFailedReadAfterADeleteReopensTheWatchBeforeIt(t *testing.T) {
 		if g.meta.Type == event.Deleted {
 			t.Errorf("got %s before the read succeeded", g)
 		}
+	}
+}
+
+// budgetedScriptedReader is a scriptedReader whose list pages take from a budget, as a
+// rawReader's do.
+type budgetedScriptedReader struct {
+	*scriptedReader
+	budget *Budget
+}
+
+func (r budgetedScriptedReader) listBudget() *Budget { return r.budget }
+
+func TestReadAfterADeleteTakesNothingFromTheBudget(t *testing.T) {
+	// The read by name returns at most one object. Reserving a list page's share for it would
+	// make every delete of a source with a selector wait for that share; with a small budget
+	// (a page's estimate larger than the whole budget) until nothing at all is held.
+	b := NewBudget(1 << 30)
+	var usedAtRead atomic.Int64
+	r := &scriptedReader{watches: make(chan watch.Interface)}
+	r.list = func(_ int, opts metav1.ListOptions) (*page, error) {
+		usedAtRead.Store(b.Used())
+		return scriptedPage("40", "", scriptedConfigMap("ns", "a", "uid-a", "30", "x")), nil
+	}
+	s := newScriptedIntake(r, defaultRules{})
+	s.in.src.cfg.LabelSelector = "app!=skip"
+	s.in.src.budget = b
+	s.in.src.nsClient = func(string) reader { return budgetedScriptedReader{r, b} }
+
+	left, err := s.in.leftSelection(t.Context(), object{Unstructured: scriptedConfigMap("ns", "a", "uid-a", "12", "x")})
+	if err != nil || !left {
+		t.Fatalf("leftSelection: got %t, %v, want true, nil", left, err)
+	}
+	if got := usedAtRead.Load(); got != 0 {
+		t.Errorf("budget held during the read by name: got %d bytes, want 0", got)
+	}
+	if got := b.Used(); got != 0 {
+		t.Errorf("budget held after the read: got %d bytes, want 0", got)
 	}
 }

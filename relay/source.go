@@ -275,6 +275,12 @@ func (in *intake) list(ctx context.Context, origin event.Origin) (string, error)
 			t = event.Added
 		case had:
 			t = event.Modified
+			if rvLess(rv, prev.ResourceVersion) {
+				// The entry is from a history the cluster no longer has (etcd restored):
+				// forget it now, so that the object's next changes are not taken for
+				// replays even when the rules filter this one and nothing records it.
+				in.index.put(key, entry{UID: uid, ResourceVersion: rv})
+			}
 		default:
 			t = event.Added
 		}

@@ -433,13 +433,13 @@ func (s *Source) message(meta event.Meta, shaped, old map[string]any, body []byt
 			msg.Header.Set(event.HeaderPayload, payload)
 		}
 		if s.cfg.Redacted != "" {
-			msg.Header.Set(event.HeaderRedacted, s.cfg.Redacted)
+			msg.Header.Set(event.HeaderRedacted, event.EncodeHeaderValue(s.cfg.Redacted))
 		}
 	}
 	switch {
 	case err != nil:
 		// An object decoded from JSON always encodes again; keep the event without body.
-		msg.Header.Set(event.HeaderBodyOmitted, "encode: "+err.Error())
+		msg.Header.Set(event.HeaderBodyOmitted, event.EncodeHeaderValue("encode: "+err.Error()))
 		omitted = true
 	case s.cfg.MaxPayload > 0 && len(body)+headerSize(msg.Header)+len(msg.Subject) > s.cfg.MaxPayload:
 		msg.Header.Del(event.HeaderPayload)

@@ -98,9 +98,9 @@ func EnsureStream(ctx context.Context, js jetstream.JetStream, cfg StreamConfig)
 }
 
 // smallestEvent returns the size the stream counts (headers and body) of the smallest event
-// the relay can publish for cfg's resources: the reference (no body) of a change to a
-// cluster-scoped object with a one-character name and resourceVersion. A stream whose
-// max_msg_size is below it refuses every event.
+// the relay can publish for cfg's resources: the reference (no body) it sends when the stream
+// refuses the event of a change to a cluster-scoped object with a one-character name and
+// resourceVersion. A stream whose max_msg_size is below it refuses every event.
 func smallestEvent(cfg StreamConfig) int {
 	resources := cfg.Resources
 	if len(resources) == 0 {
@@ -114,7 +114,9 @@ func smallestEvent(cfg StreamConfig) int {
 			Type: event.Added, Origin: event.Live, Time: time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC),
 		}
 		h := meta.Header()
-		h.Set(event.HeaderBodyOmitted, event.BodyOmittedOversize)
+		// The reference a stream refusal leads to; "oversize" is shorter, but only an
+		// object over max_payload gets it.
+		h.Set(event.HeaderBodyOmitted, event.BodyOmittedStreamLimit)
 		if n := headerSize(h); i == 0 || n < floor {
 			floor = n
 		}

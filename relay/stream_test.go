@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kube-nats-relay/kube-nats-relay/event"
@@ -53,6 +54,25 @@ func TestSmallestEventIsAFloorOfRealReferences(t *testing.T) {
 		if got := headerSize(h); got < floor {
 			t.Errorf("%s: a reference of %d bytes is below the floor %d", r, got, floor)
 		}
+	}
+}
+
+func TestStreamAtTheFloorTakesTheReferenceOfARefusedEvent(t *testing.T) {
+	// A stream whose max_msg_size is the floor passes the startup check; the smallest
+	// event it refuses with its body must then go through as the reference the pipeline
+	// sends instead (body-omitted "stream-limit"), or every event would be undeliverable.
+	cfg := StreamConfig{Cluster: "prod", Resources: []Resource{
+		{GroupVersionResource: schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles"}, Kind: "ClusterRole"},
+	}}
+	floor := smallestEvent(cfg)
+	r := cfg.Resources[0]
+	meta := event.Meta{Cluster: "prod", Group: r.Group, Version: r.Version, Resource: r.Resource, Kind: r.Kind,
+		Name: "a", UID: "00000000-0000-0000-0000-000000000000", ResourceVersion: "1",
+		Type: event.Added, Origin: event.Live, Time: time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)}
+	msg := &nats.Msg{Subject: meta.Subject("kube").String(), Header: meta.Header(), Data: []byte(`{"kind":"ClusterRole"}`)}
+	omitBody(msg, event.BodyOmittedStreamLimit)
+	if got := headerSize(msg.Header) + len(msg.Data); got > floor {
+		t.Errorf("reference after a stream refusal: got %d bytes, want at most the floor %d", got, floor)
 	}
 }
 
