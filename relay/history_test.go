@@ -24,10 +24,17 @@ type historyCluster struct {
 	rv      string
 	objs    []*unstructured.Unstructured
 	watches chan watch.Interface
+	// checked, when set, is called on each read of the cluster's resourceVersion (1, 2, ...).
+	checked func(n int)
+	checks  int
 }
 
 func (c *historyCluster) List(_ context.Context, opts metav1.ListOptions) (*page, error) {
 	if opts.Limit == 1 {
+		c.checks++
+		if c.checked != nil {
+			c.checked(c.checks)
+		}
 		return &page{resourceVersion: c.rv}, nil
 	}
 	return scriptedPage(c.rv, "", c.objs...), nil
@@ -88,6 +95,8 @@ func (m *memCheckpoints) history() (uint64, string) {
 type dedupStream struct {
 	// saved is the history epoch saved durably; an event of a later epoch is an error.
 	saved func() (uint64, string)
+	// hold, when set, delays every ack until it is closed.
+	hold chan struct{}
 
 	mu     sync.Mutex
 	seen   map[string]bool
@@ -113,7 +122,12 @@ func (d *dedupStream) PublishMsgAsync(msg *nats.Msg, _ ...jetstream.PublishOpt) 
 	}
 	d.mu.Unlock()
 	f := &fakeFuture{msg: msg, ok: make(chan *jetstream.PubAck, 1), err: make(chan error, 1)}
-	f.ok <- &jetstream.PubAck{Stream: "kube", Duplicate: dup}
+	ack := &jetstream.PubAck{Stream: "kube", Duplicate: dup}
+	if d.hold == nil {
+		f.ok <- ack
+	} else {
+		go func() { <-d.hold; f.ok <- ack }()
+	}
 	d.got <- struct{}{}
 	return f, nil
 }
@@ -280,4 +294,77 @@ func equalStrings(a, b []string) bool {
 		}
 	}
 	return true
+}
+
+func TestRestoreFoundWhileWatchingBeginsTheEpochAfterWhatWasQueued(t *testing.T) {
+	// The relay watches the Lease renewing at 101 to 105 from the checkpoint 100; then etcd is
+	// restored to its snapshot at 100 (the watch ends) and the Lease renews at 101 to 105 again.
+	var first, second []watch.Event
+	for _, rv := range []string{"101", "102", "103", "104", "105"} {
+		first = append(first, watch.Event{Type: watch.Modified, Object: leaseRV(rv)})
+		second = append(second, watch.Event{Type: watch.Modified, Object: leaseRV(rv)})
+	}
+	ended := scriptedWatch(first...)
+	ended.Stop()
+	cluster := &historyCluster{rv: "100", objs: []*unstructured.Unstructured{leaseRV("100")}, watches: make(chan watch.Interface, 2)}
+	cluster.watches <- ended
+	cluster.watches <- scriptedWatch(second...)
+	ckpt := &memCheckpoints{rv: "100"}
+	// The watch's events are acked only once the relay reads the cluster's resourceVersion
+	// after the watch ended: the epoch must wait for them.
+	pub := &dedupStream{saved: ckpt.history, seen: map[string]bool{}, got: make(chan struct{}, 100), hold: make(chan struct{})}
+	cluster.checked = func(n int) {
+		if n == 2 {
+			close(pub.hold)
+		}
+	}
+	src := &Source{
+		cfg: SourceConfig{Cluster: "c", Prefix: "kube", Resource: Resource{
+			GroupVersionResource: schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"},
+			Kind:                 "Lease", Namespaced: true,
+		}, Buffer: 100, MaxInflight: 10, CheckpointInterval: time.Hour, ShutdownTimeout: 5 * time.Second},
+		client: cluster, pub: pub, ckpt: ckpt, key: "c.coordination.k8s.io.leases._all",
+		index: newIndex(), now: time.Now, rules: defaultRules{}, nsClient: func(string) reader { return cluster },
+	}
+	src.WithHistory(ckpt)
+	src.index.put("ns/l", entry{UID: "uid-l", ResourceVersion: "100"})
+
+	var want []string
+	for _, rv := range []string{"101", "102", "103", "104", "105"} {
+		want = append(want, leaseID(0, event.Modified, rv))
+	}
+	for _, rv := range []string{"100", "101", "102", "103", "104", "105"} {
+		want = append(want, leaseID(1, event.Modified, rv))
+	}
+	ctx, cancel := context.WithCancel(zerolog.Nop().WithContext(context.Background()))
+	done := make(chan error, 1)
+	go func() { done <- src.Run(ctx) }()
+	deadline := time.After(30 * time.Second)
+	for n := 0; n < len(want); n++ {
+		select {
+		case <-pub.got:
+		case err := <-done:
+			t.Fatalf("source ended early: %v", err)
+		case <-deadline:
+			pub.mu.Lock()
+			t.Fatalf("published %d, want %d: stored %v, duplicates %v", n, len(want), ids(pub.stored), ids(pub.dups))
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	pub.mu.Lock()
+	defer pub.mu.Unlock()
+	if got := ids(pub.stored); !equalStrings(got, want) {
+		t.Errorf("published: got %v, want %v", got, want)
+	}
+	if len(pub.dups) > 0 || len(pub.early) > 0 {
+		t.Errorf("got duplicates %v and events published before their epoch was saved %v, want none", ids(pub.dups), pub.early)
+	}
+	// The epoch began at the checkpoint of everything queued before it (the watch's 105), so
+	// that a restart before the relist's end finds that checkpoint and keeps the epoch.
+	if epoch, at := ckpt.history(); epoch != 1 || at != "105" {
+		t.Errorf("history saved: got epoch %d at %q, want 1 at \"105\"", epoch, at)
+	}
 }
