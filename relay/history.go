@@ -57,7 +57,9 @@ func (s *Source) loadHistory(ctx context.Context) error {
 // A restore is counted once: when the epoch already began at the checkpoint now current,
 // nothing moved since (the relay stopped, or lost its lease, before the relist that follows
 // the restore ended), and the relist carries on in the same epoch, so that its events keep
-// the ids they had. An intake without a checkpoint saver (tests of the intake alone) only
+// the ids they had. (So a second restore found when the checkpoint is again exactly the one the
+// epoch began at is not counted; the checkpoint cannot tell the two apart.) An intake without a
+// checkpoint saver (tests of the intake alone) only
 // counts in memory.
 func (in *intake) beginHistory(ctx context.Context, fallback string) error {
 	s, c := in.src, in.cp
