@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kube-nats-relay/kube-nats-relay/consumer"
 	"github.com/kube-nats-relay/kube-nats-relay/event"
@@ -73,14 +74,29 @@ func checkpointHistory(ctx context.Context, t *testing.T, f *faultEnv) uint64 {
 	return v.History
 }
 
-// restartKeepsHistory restarts the relay with nothing forged, creates one object and checks that
-// it is the only event published since msgs, in the same epoch want, and that the stream holds
-// no change twice.
-func restartKeepsHistory(ctx context.Context, t *testing.T, f *faultEnv, g *loadGen, msgs []received, want uint64) {
+// restartKeepsHistory restarts the relay, creates the object name and checks that its added
+// event is the only one published since msgs, in the same epoch want, and that the stream holds
+// no change twice; it returns the stream. With staleAt set, the checkpoint is first forged as
+// a relay killed right after beginning epoch want leaves it: the stale checkpoint staleAt the
+// epoch began at, not yet moved by the relist.
+func restartKeepsHistory(ctx context.Context, t *testing.T, f *faultEnv, g *loadGen, msgs []received, want uint64, name, staleAt string) []received {
 	t.Helper()
+	if staleAt != "" {
+		kv, err := f.js().KeyValue(ctx, f.name)
+		if err != nil {
+			t.Fatalf("checkpoint bucket: %v", err)
+		}
+		value, _ := json.Marshal(map[string]any{"resourceVersion": staleAt, "savedAt": time.Now().UTC(), "writer": "killed-relay",
+			"history": want, "historyAt": staleAt})
+		if _, err := kv.Put(ctx, f.key, value); err != nil {
+			t.Fatalf("forge checkpoint: %v", err)
+		}
+	}
 	r := f.startRelay()
 	defer r.stop(t)
-	const name = "created-after-second-restart"
+	if staleAt != "" {
+		waitOutput(t, r, "history epoch already begun", `"checkpoint_rv":"`+staleAt+`"`)
+	}
 	if err := g.createWith(ctx, name, nil, false); err != nil {
 		t.Fatal(err)
 	}
@@ -90,15 +106,16 @@ func restartKeepsHistory(ctx context.Context, t *testing.T, f *faultEnv, g *load
 	})
 	since := all[len(msgs):]
 	if len(since) != 1 || since[0].meta.UID != obj.UID {
-		t.Errorf("events after the second restart: got\n%swant only the added event of %s", describe(since), name)
+		t.Errorf("events after the restart: got\n%swant only the added event of %s", describe(since), name)
 	}
-	report(t, "history after the second restart", checkHistory(ctx, t, f, since, want))
+	report(t, "history after the restart", checkHistory(ctx, t, f, since, want))
 	report(t, "no change twice", checkNoChangeTwice(all))
 	f.check(all, g.state(), nil, g.uids())
 	if got := checkpointHistory(ctx, t, f); got != want {
 		t.Errorf("history saved with the checkpoint: got %d, want %d", got, want)
 	}
 	if out := r.out.String(); strings.Contains(out, "history epoch begun") {
-		t.Errorf("the second restart began another history epoch:\n%s", out)
+		t.Errorf("the restart began another history epoch:\n%s", out)
 	}
+	return all
 }
