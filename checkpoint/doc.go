@@ -1,5 +1,6 @@
 // Package checkpoint stores, per source, the resourceVersion the relay resumes from, in a
-// JetStream key-value bucket.
+// JetStream key-value bucket, and with it the source's history epoch (SaveHistory), which
+// every later checkpoint write keeps.
 //
 // Guarantees: a saved checkpoint survives relay restarts and NATS restarts (JetStream file
 // storage; replicated when the bucket has replicas). Writes are compare-and-swap against the

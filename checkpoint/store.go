@@ -64,6 +64,16 @@ type value struct {
 	// Writer identifies the store (one per relay process) that wrote the value, so that a
 	// write of ours whose ack was lost is told apart from another relay's.
 	Writer string `json:"writer,omitempty"`
+	// History is the source's history epoch (see SaveHistory), absent while it is 0;
+	// HistoryAt is the checkpoint it was saved with.
+	History   uint64 `json:"history,omitempty"`
+	HistoryAt string `json:"historyAt,omitempty"`
+}
+
+// history is a key's history epoch and the checkpoint it began at.
+type history struct {
+	epoch uint64
+	at    string
 }
 
 // Store loads and saves checkpoints.
@@ -72,7 +82,8 @@ type Store struct {
 	writer string
 
 	mu        sync.Mutex
-	revisions map[string]uint64 // key -> KV revision last read or written here
+	revisions map[string]uint64  // key -> KV revision last read or written here
+	histories map[string]history // key -> history epoch last read or written here
 }
 
 // Open returns a store over the bucket, creating it when missing.
@@ -95,7 +106,7 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Store, erro
 	if err := checkLimits(ctx, kv, cfg.Bucket, smallestCheckpoint(), false); err != nil {
 		return nil, err
 	}
-	return &Store{kv: kv, writer: newWriterID(), revisions: make(map[string]uint64)}, nil
+	return &Store{kv: kv, writer: newWriterID(), revisions: make(map[string]uint64), histories: make(map[string]history)}, nil
 }
 
 // Load returns the checkpoint saved under key, ok=false when there is none.
@@ -116,22 +127,35 @@ func (s *Store) Load(ctx context.Context, key string) (string, bool, error) {
 		return "", false, fmt.Errorf("load checkpoint %q: %w", key, err)
 	}
 	s.setRevision(key, e.Revision())
+	s.setHistory(key, history{epoch: v.History, at: v.HistoryAt})
 	return v.ResourceVersion, true, nil
 }
 
 // Save writes rv under key if nobody else wrote the key since this store last read or wrote
 // it; otherwise it returns ErrConflict.
 func (s *Store) Save(ctx context.Context, key, rv string) error {
+	return s.save(ctx, key, rv, nil)
+}
+
+// save writes rv under key with the history epoch set, or, when set is nil, with the one
+// last read or saved here.
+func (s *Store) save(ctx context.Context, key, rv string, set *history) error {
 	if !validKey.MatchString(key) {
 		return fmt.Errorf("%w: %q", ErrInvalidKey, key)
-	}
-	data, err := json.Marshal(value{ResourceVersion: rv, SavedAt: time.Now().UTC(), Writer: s.writer})
-	if err != nil {
-		return err
 	}
 	// Two attempts: the second after adopting the revision of an earlier write of ours whose
 	// ack was lost.
 	for attempt := 0; attempt < 2; attempt++ {
+		// The value carries the key's history epoch along; it is read on each attempt, so
+		// that an epoch saved meanwhile is not overwritten.
+		h := s.history(key)
+		if set != nil {
+			h = *set
+		}
+		data, err := json.Marshal(value{ResourceVersion: rv, SavedAt: time.Now().UTC(), Writer: s.writer, History: h.epoch, HistoryAt: h.at})
+		if err != nil {
+			return err
+		}
 		last, known := s.revision(key)
 		var rev uint64
 		switch {
@@ -145,6 +169,7 @@ func (s *Store) Save(ctx context.Context, key, rv string) error {
 		}
 		if err == nil {
 			s.setRevision(key, rev)
+			s.setHistory(key, h)
 			return nil
 		}
 		if !errors.Is(err, jetstream.ErrKeyExists) {
@@ -159,11 +184,44 @@ func (s *Store) Save(ctx context.Context, key, rv string) error {
 			return fmt.Errorf("save checkpoint %q at %s: %w", key, rv, conflictError{writer: v.Writer})
 		}
 		s.setRevision(key, e.Revision())
-		if v.ResourceVersion == rv {
+		if v.ResourceVersion == rv && v.History == h.epoch && v.HistoryAt == h.at {
+			s.setHistory(key, h)
 			return nil
 		}
 	}
 	return fmt.Errorf("save checkpoint %q at %s: %w", key, rv, ErrConflict)
+}
+
+// LoadHistory returns the history epoch saved under key and the checkpoint it was saved with
+// (0 and "" when none was). It reads the key as Load does.
+func (s *Store) LoadHistory(ctx context.Context, key string) (epoch uint64, at string, err error) {
+	if _, _, err := s.Load(ctx, key); err != nil {
+		return 0, "", err
+	}
+	h := s.history(key)
+	return h.epoch, h.at, nil
+}
+
+// SaveHistory saves epoch as key's history epoch, with rv as both its checkpoint and the
+// checkpoint the epoch began at; every later Save keeps the epoch. It compares and swaps as
+// Save does.
+func (s *Store) SaveHistory(ctx context.Context, key, rv string, epoch uint64) error {
+	if err := s.save(ctx, key, rv, &history{epoch: epoch, at: rv}); err != nil {
+		return fmt.Errorf("save history epoch %d: %w", epoch, err)
+	}
+	return nil
+}
+
+func (s *Store) history(key string) history {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.histories[key]
+}
+
+func (s *Store) setHistory(key string, h history) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.histories[key] = h
 }
 
 func (s *Store) revision(key string) (uint64, bool) {

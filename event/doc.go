@@ -66,7 +66,10 @@
 // written as its byte length (8-byte big-endian) followed by its bytes.
 // Because a Kubernetes change is named by (uid, resourceVersion), the id
 // names one change of one object; JetStream drops a republished change by
-// the Nats-Msg-Id header. The same value is the CloudEvents id.
+// the Nats-Msg-Id header. The same value is the CloudEvents id. After the
+// relay found the cluster restored to an earlier state (which hands out
+// resourceVersions again), the source's history epoch N > 0 (Meta.History)
+// is one more field, written in decimal: HistoryID. In epoch 0 the id is ID.
 //
 // # Headers
 //
@@ -87,6 +90,7 @@
 //	                     the Kubernetes facts (group and namespace empty for
 //	                     the core group and cluster-scoped objects)
 //	k8s-origin           live, initial-sync or relist (Origin)
+//	k8s-history          the history epoch, decimal, only when above 0
 //
 //	k8s-body-omitted     set when the body was left out, with the reason
 //	                     ("oversize": larger than the server's max_payload)

@@ -54,6 +54,11 @@ const (
 	HeaderOrigin = "k8s-origin"
 	// HeaderCluster is the cluster name the relay was configured with.
 	HeaderCluster = "k8s-cluster"
+	// HeaderHistory is the source's history epoch (Meta.History) in decimal, present only
+	// when it is not 0: after the relay found the cluster restored to an earlier state
+	// (etcd restored from a snapshot), which hands out resourceVersions again. It is an
+	// input of the id (see HistoryID).
+	HeaderHistory = "k8s-history"
 
 	// HeaderBodyOmitted, when set, says the body was left out and why, e.g.
 	// BodyOmittedOversize: the subject and headers still identify the change.

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"strconv"
 )
 
 const (
@@ -28,9 +29,29 @@ const (
 // version is not an input: one change read through two versions of a
 // resource has one id. The same value is sent as Nats-Msg-Id and ce-id.
 func ID(cluster, group, resource, uid, resourceVersion string, t Type) string {
+	return digestFields(idDomain, cluster, group, resource, uid, resourceVersion, string(t))
+}
+
+// HistoryID returns the id of a change in history epoch history (see Meta.History): ID's
+// fields followed by one more, the epoch in decimal without leading zeros, in the same
+// length-prefixed encoding. Epoch 0 is the history every relay starts in and has no such
+// field: HistoryID(0, ...) is ID(...). A cluster restored from an etcd snapshot hands out
+// resourceVersions again that it handed out before; the epoch the relay moves to when it
+// detects that keeps the ids of those changes apart from the ids of the earlier ones, which
+// JetStream's duplicate window would otherwise drop.
+func HistoryID(history uint64, cluster, group, resource, uid, resourceVersion string, t Type) string {
+	if history == 0 {
+		return ID(cluster, group, resource, uid, resourceVersion, t)
+	}
+	return digestFields(idDomain, cluster, group, resource, uid, resourceVersion, string(t), strconv.FormatUint(history, 10))
+}
+
+// digestFields is the id of the fields: the first idBytes bytes of SHA-256 over each field
+// written as its length (8-byte big-endian) and its bytes, in lower-case hex.
+func digestFields(fields ...string) string {
 	h := sha256.New()
 	var n [8]byte
-	for _, f := range [...]string{idDomain, cluster, group, resource, uid, resourceVersion, string(t)} {
+	for _, f := range fields {
 		binary.BigEndian.PutUint64(n[:], uint64(len(f)))
 		h.Write(n[:])
 		h.Write([]byte(f))

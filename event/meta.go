@@ -3,6 +3,7 @@ package event
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -38,6 +39,11 @@ type Meta struct {
 	// Time is when the relay observed the change; the zero time means
 	// unknown, and the ce-time header is then left out.
 	Time time.Time
+	// History is the source's history epoch (see HistoryID): 0, the normal case,
+	// until the relay finds the cluster restored to an earlier state; then one more
+	// with each restore. It is an input of the id when not 0, and is sent as
+	// k8s-history only then.
+	History uint64
 	// Digests is set by MetaFromHeader when k8s-namespace or k8s-name was in the
 	// hashed form (a value longer than MaxHeaderValueLen once encoded, see
 	// HeaderValue): Namespace or Name then holds only the readable start of the
@@ -50,10 +56,10 @@ type Meta struct {
 // Exact reports whether m holds every value in full: no header was in the hashed form.
 func (m Meta) Exact() bool { return m.Digests == Digests{} }
 
-// ID returns the event id, ID(m.Cluster, m.Group, m.Resource, m.UID,
-// m.ResourceVersion, m.Type).
+// ID returns the event id, HistoryID(m.History, m.Cluster, m.Group, m.Resource,
+// m.UID, m.ResourceVersion, m.Type): ID(...) in history epoch 0.
 func (m Meta) ID() string {
-	return ID(m.Cluster, m.Group, m.Resource, m.UID, m.ResourceVersion, m.Type)
+	return HistoryID(m.History, m.Cluster, m.Group, m.Resource, m.UID, m.ResourceVersion, m.Type)
 }
 
 // Subject returns the subject the event is published on under prefix.
@@ -157,17 +163,23 @@ func (m Meta) Header() nats.Header {
 	setEncoded(HeaderResourceVersion, m.ResourceVersion)
 	set(HeaderOrigin, string(m.Origin))
 	setEncoded(HeaderCluster, m.Cluster)
+	if m.History != 0 {
+		h[HeaderHistory] = []string{strconv.FormatUint(m.History, 10)}
+	}
 	return h
 }
 
-// headerCount is the number of headers Header writes.
+// headerCount is the number of headers Header writes in history epoch 0 (k8s-history is
+// one more after a restore).
 const headerCount = 20
 
 // MetaFromHeader reads the Meta of an event from its headers and checks
 // them. Every header Header writes must be present exactly once and
 // non-empty, except k8s-group and k8s-namespace (absent or empty means the
 // core group or a cluster-scoped object), ce-time (absent means unknown) and
-// Nats-Msg-Id (absent is accepted, since only the publisher needs it).
+// Nats-Msg-Id (absent is accepted, since only the publisher needs it) and
+// k8s-history (absent means epoch 0; present, a decimal number above 0
+// without leading zeros, and an input of the id).
 // ce-specversion must be "1.0", ce-type and k8s-origin must name a valid
 // Type and Origin, and ce-id, Nats-Msg-Id, ce-source, ce-subject and
 // k8s-apiversion must equal what Header derives from the other facts.
@@ -216,6 +228,11 @@ func MetaFromHeader(h nats.Header) (Meta, error) {
 			continue
 		}
 		*f.dst = v
+	}
+	if history, err := parseHistory(h); err != nil {
+		errs = append(errs, err)
+	} else {
+		m.History = history
 	}
 	if len(errs) > 0 {
 		return Meta{}, errors.Join(errs...)
@@ -396,4 +413,22 @@ func escapeURISegment(s string) string {
 func isUnreserved(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
 		c == '-' || c == '.' || c == '_' || c == '~'
+}
+
+// parseHistory reads k8s-history: 0 when absent, else a decimal number above 0 written
+// without leading zeros or sign, as Header writes it (a reader must not accept two spellings
+// of one epoch, which would verify one id against two sets of headers).
+func parseHistory(h nats.Header) (uint64, error) {
+	raw, err := headerValue(h, HeaderHistory, true)
+	if err != nil || raw == "" {
+		if err == nil && len(h[HeaderHistory]) > 0 {
+			err = fmt.Errorf("header %q: empty: %w", HeaderHistory, ErrInvalidHeader)
+		}
+		return 0, err
+	}
+	n, err := strconv.ParseUint(raw, 10, 64)
+	if err != nil || n == 0 || strconv.FormatUint(n, 10) != raw {
+		return 0, fmt.Errorf("header %q: got %q, want a decimal number above 0 without leading zeros: %w", HeaderHistory, raw, ErrInvalidHeader)
+	}
+	return n, nil
 }

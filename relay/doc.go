@@ -14,7 +14,9 @@
 //     cluster's current one, and relists the same way when it is ahead (an etcd restore, the
 //     buckets of a rebuilt cluster) or the apiserver answers "too large resource version".
 //     Index checks compare uids first: another uid is another object, whatever its
-//     resourceVersion.
+//     resourceVersion. A resume point ahead of the cluster (not a 410) also begins a new
+//     history epoch (see HistoryKeeper), saved before any event carries it, so that changes at
+//     resourceVersions a restored cluster hands out again get ids of their own.
 //   - With a PublishedLog (WithPublishedLog), a delete whose index record a crash lost is not
 //     inferred and published again by the relist.
 //   - Changes of one object are published one at a time, in resourceVersion order; a failed

@@ -320,6 +320,15 @@ func (p *pipeline) run(ctx context.Context, stop <-chan struct{}) error {
 		n := 0
 		for ; n < len(pending) && pending[n].done; n++ {
 			pending[n].release(p.budget)
+			if pending[n].rv == historyDrainMark {
+				// Not a checkpoint: report what it follows first (see beginHistory).
+				if last != "" {
+					p.advance(last, urgent)
+				}
+				last, urgent = "", false
+				p.advance(historyDrainMark, false)
+				continue
+			}
 			if pending[n].rv != "" {
 				last = pending[n].rv
 				urgent = urgent || pending[n].urgent

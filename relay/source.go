@@ -51,6 +51,7 @@ var ErrPermanent = errors.New("permanent error")
 // writer of the index.
 type intake struct {
 	src   *Source
+	cp    *checkpointSaver
 	out   chan<- *item
 	index *index
 	log   zerolog.Logger
@@ -110,10 +111,17 @@ func (in *intake) run(ctx context.Context, rv string) error {
 	// a single object per watch is cheap enough to check each time. The object index loaded
 	// at start is checked once, with the checkpoint.
 	needCheck, rvField, newest := !needList, "checkpoint_rv", in.index.newest()
+	// needBump: a resume point was ahead of the cluster, move to the next history epoch
+	// before the relist (see beginHistory); stale is that resume point.
+	needBump, stale := false, ""
 	failures, permanentFailures := 0, 0
 	for ctx.Err() == nil {
 		var err error
 		switch {
+		case needBump:
+			if err = in.beginHistory(ctx, stale); err == nil {
+				needBump = false
+			}
 		case needCheck:
 			err = in.checkResume(ctx, rv, rvField, newest)
 			if err == nil {
@@ -182,6 +190,9 @@ func (in *intake) run(ctx context.Context, rv string) error {
 			}
 			// A relist rebuilds the cache of previous states too (its changes then carry
 			// none where the object changed meanwhile).
+			if !isExpired(err) && !errors.Is(err, errNeedRelist) {
+				needBump, stale = true, rv
+			}
 			needList, needPrime, needCheck, newest = true, false, false, ""
 			continue
 		case isPermanent(err):

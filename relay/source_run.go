@@ -138,6 +138,11 @@ type Source struct {
 	undelivered undeliveredLog
 	// budget bounds the bytes of list pages and changes held (nil: no bound); shared.
 	budget *Budget
+	// hist keeps the history epoch (see HistoryKeeper); history is the epoch, historyAt the
+	// checkpoint it began at.
+	hist      HistoryKeeper
+	history   atomic.Uint64
+	historyAt string
 }
 
 // Status reports whether the source is watching, or why not.
@@ -293,6 +298,7 @@ func (s *Source) Run(ctx context.Context) error {
 	srcCtx, fail := context.WithCancelCause(ctx)
 	defer fail(nil)
 	cp := newCheckpointSaver(s.ckpt, s.key, rv, s.cfg.CheckpointInterval)
+	cp.fail = fail
 	p := newPipeline(s.pub, s.cfg.Buffer, s.cfg.MaxInflight, cp.advance, func(it *item, err error) {
 		// The first failure of a change and every tenth retry are warnings; the rest are
 		// debug lines, so that an outage of minutes does not flood the log.
@@ -306,7 +312,7 @@ func (s *Source) Run(ctx context.Context) error {
 	p.onRefused, p.denials = s.onRefused(log), s.denials
 	p.budget = s.budget
 	s.pipe.Store(p)
-	in := &intake{src: s, out: p.in, index: s.index, log: log}
+	in := &intake{src: s, out: p.in, index: s.index, log: log, cp: cp}
 
 	// Shutdown: intake ends with srcCtx; the pipeline then stops taking items and waits for
 	// what is in flight until the drain deadline (shutdown timeout less the final save's
@@ -378,6 +384,9 @@ func (s *Source) loadOnce(ctx context.Context, log zerolog.Logger) (string, erro
 	if !ok {
 		rv = ""
 	}
+	if err := s.loadHistory(ctx); err != nil {
+		return "", err
+	}
 	if s.objIdx != nil {
 		start := time.Now()
 		loaded := newIndex()
@@ -407,6 +416,7 @@ func (s *Source) meta(obj *unstructured.Unstructured, t event.Type, origin event
 		Type:            t,
 		Origin:          origin,
 		Time:            s.now(),
+		History:         s.history.Load(),
 	}
 }
 
@@ -518,17 +528,29 @@ type checkpointSaver struct {
 	latest string
 	urgent chan struct{}
 	saved  string
+	// saveMu is held by each save and by beginHistory; drained is signalled when the drain
+	// mark is acked; fail stops the source on a conflict.
+	saveMu  sync.Mutex
+	drained chan struct{}
+	fail    context.CancelCauseFunc
 }
 
 // finalSaveBudget is the share of the shutdown timeout kept for writing the final checkpoint.
 const finalSaveBudget = time.Second
 
 func newCheckpointSaver(ckpt Checkpointer, key, saved string, interval time.Duration) *checkpointSaver {
-	return &checkpointSaver{ckpt: ckpt, key: key, interval: interval, latest: saved, saved: saved, urgent: make(chan struct{}, 1)}
+	return &checkpointSaver{ckpt: ckpt, key: key, interval: interval, latest: saved, saved: saved, urgent: make(chan struct{}, 1), drained: make(chan struct{}, 1)}
 }
 
 // advance records rv as acked; called from the pipeline goroutine, never blocks.
 func (c *checkpointSaver) advance(rv string, urgent bool) {
+	if rv == historyDrainMark {
+		select {
+		case c.drained <- struct{}{}:
+		default:
+		}
+		return
+	}
 	c.mu.Lock()
 	c.latest = rv
 	c.mu.Unlock()
@@ -551,6 +573,8 @@ func (c *checkpointSaver) run(ctx, base context.Context, pipelineDone <-chan str
 	tick := time.NewTicker(c.interval)
 	defer tick.Stop()
 	save := func(ctx context.Context) bool {
+		c.saveMu.Lock()
+		defer c.saveMu.Unlock()
 		c.mu.Lock()
 		rv := c.latest
 		c.mu.Unlock()

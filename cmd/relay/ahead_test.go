@@ -126,8 +126,21 @@ func TestCheckpointAheadOfTheClusterRelistsAndSkipsNothing(t *testing.T) {
 	waitCheckpoint(t, f.js(), f.name, f.key, func(rv string) bool {
 		return rvInt(t, rv) >= rvInt(t, final[f.name+"/"+fenceName].RV) && rvInt(t, rv) < cluster+aheadBy
 	})
+	// The restore began history epoch 1: the relisted and live events carry it (their ids
+	// differ from any the cluster's earlier history produced), saved with the checkpoint.
+	report(t, "history epoch of the events after the restore", checkHistory(ctx, t, f, after, 1))
+	report(t, "history epoch 0 before it", checkHistory(ctx, t, f, before, 0))
+	if got := checkpointHistory(ctx, t, f); got != 1 {
+		t.Errorf("history saved with the checkpoint: got %d, want 1", got)
+	}
 	f.logRelays()
 	r.stop(t)
+	// A second restart, nothing forged: the same epoch, nothing published twice.
+	msgs = restartKeepsHistory(ctx, t, f, g, msgs, 1, "created-after-second-restart", "")
+	// A relay killed right after beginning the epoch, before the relist moved the checkpoint:
+	// the restart finds the stale checkpoint the epoch began at and keeps the epoch, so the
+	// relist's events would keep their ids.
+	restartKeepsHistory(ctx, t, f, g, msgs, 1, "created-after-third-restart", forged)
 }
 
 func TestObjectRecreatedUnderAStaleHigherIndexEntryIsPublished(t *testing.T) {

@@ -160,7 +160,8 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	built := make([]*relay.Source, len(plans))
 	for i, p := range plans {
 		built[i] = relay.NewSource(p.cfg, dyn, js, ckpts, objIdx).WithRules(sourceRules{p.rules}).
-			WithDenials(denials).WithPublishedLog(relay.StreamLog{Stream: stream}).WithBudget(budget)
+			WithDenials(denials).WithPublishedLog(relay.StreamLog{Stream: stream}).WithBudget(budget).
+			WithHistory(trackedHistory{store: store, ckpts: ckpts})
 		if err := built[i].ReadThrough(raw); err != nil {
 			return fmt.Errorf("kubernetes client: %w", err)
 		}
