@@ -115,3 +115,25 @@ func TestAPIServerOutageIsReportedWhileRunning(t *testing.T) {
 	}
 	r.stop(t)
 }
+
+// TestStopWhileTheAPIServerIsUnreachableExitsZero stops a relay that is still retrying
+// discovery against a closed port: SIGTERM is a requested shutdown, not a failure, so it
+// exits 0 as it does once running, and without an error line.
+func TestStopWhileTheAPIServerIsUnreachableExitsZero(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := l.Addr().String()
+	l.Close()
+
+	vars := relayVars(testName(t))
+	vars["KUBECONFIG"] = kubeconfigVia(t, "https://"+closed)
+	vars["RELAY_RESOURCES"] = "configmaps"
+	r := startRelay(t, vars)
+	waitOutput(t, r, "apiserver discovery failed, retrying", "connection refused")
+	r.stop(t)
+	if out := r.out.String(); strings.Contains(out, "relay: context canceled") {
+		t.Errorf("output after SIGTERM names an error:\n%s", out)
+	}
+}

@@ -128,10 +128,10 @@ type Config struct {
 	// per resource. The apiserver cuts off a watcher that does not read, so
 	// intake must not wait for NATS. 1024 absorbs a burst during a publish
 	// round trip while bounding memory to that many objects per resource.
-	BufferSize Integer `envconfig:"RELAY_BUFFER_SIZE" default:"1024" desc:"events buffered between watch intake and publishing, per resource"`
+	BufferSize Integer `envconfig:"RELAY_BUFFER_SIZE" default:"1024" desc:"events buffered between watch intake and publishing, per resource and namespace"`
 	// MaxInflight bounds unacknowledged asynchronous publishes; 256 keeps a
 	// remote server's round trip busy without holding much memory.
-	MaxInflight Integer `envconfig:"RELAY_MAX_INFLIGHT" default:"256" desc:"asynchronous publishes awaiting acknowledgement"`
+	MaxInflight Integer `envconfig:"RELAY_MAX_INFLIGHT" default:"256" desc:"asynchronous publishes awaiting acknowledgement, per resource and namespace"`
 	// MemoryBudget bounds the bytes of objects held between reading and ack, shared by all
 	// resources (list pages, buffered changes, publishes in flight); unset derives it from
 	// the memory limit (see chooseMemoryBudget).

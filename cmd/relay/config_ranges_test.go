@@ -224,3 +224,28 @@ func TestDocsListEveryRange(t *testing.T) {
 		}
 	}
 }
+
+// TestHelpSaysWhatEachPerSourceBoundCounts checks that relay --help says the intake buffer
+// and the publishes in flight are bounded per resource and namespace, as the relay applies
+// them (one pipeline per watched namespace with RELAY_NAMESPACES): read as a bound for the
+// whole process, RELAY_BUFFER_SIZE and RELAY_MAX_INFLIGHT understate the memory they allow.
+func TestHelpSaysWhatEachPerSourceBoundCounts(t *testing.T) {
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"relay", "--help"}, &out); err != nil {
+		t.Fatalf("relay --help: %v", err)
+	}
+	for _, name := range []string{"RELAY_BUFFER_SIZE", "RELAY_MAX_INFLIGHT"} {
+		found := false
+		for _, line := range strings.Split(out.String(), "\n") {
+			if strings.HasPrefix(line, name+" ") {
+				found = true
+				if !strings.Contains(line, "per resource and namespace") {
+					t.Errorf("got %q, want it to say the bound is per resource and namespace", line)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("relay --help does not list %s", name)
+		}
+	}
+}

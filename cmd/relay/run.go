@@ -68,6 +68,9 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	resources, err := resolveResources(ctx, kube.discovery, cfg.Resources())
+	if ctx.Err() != nil {
+		return nil // asked to stop before the apiserver answered
+	}
 	if err != nil {
 		return err
 	}
