@@ -147,6 +147,12 @@ func chooseMemoryBudget(c Config, goMemLimit func(int64) int64, readFile func(st
 	default:
 		mb.bytes, mb.from = defaultMemoryBudget, "default"
 	}
+	// A derived budget keeps to the variable's range too: a GOMEMLIMIT of a few KiB would
+	// otherwise give a budget below one object, and a huge one a budget that bounds nothing.
+	if !c.MemoryBudget.Set && !memoryBudgetRange.contains(mb.bytes) {
+		mb.bytes = min(max(mb.bytes, memoryBudgetRange.min), memoryBudgetRange.max)
+		mb.from += ", held to " + memoryBudgetRange.String()
+	}
 	return mb
 }
 

@@ -83,6 +83,8 @@ func TestMemoryBudgetIsDerivedFromTheMemoryLimit(t *testing.T) {
 		{name: "cgroup v2 without limit", goMemLimit: math.MaxInt64, cgroup: map[string]string{v2: "max\n"}, wantBytes: 256 * mi, wantFrom: "default"},
 		{name: "cgroup v1 without limit", goMemLimit: math.MaxInt64, cgroup: map[string]string{v1: "9223372036854771712\n"}, wantBytes: 256 * mi, wantFrom: "default"},
 		{name: "no cgroup at all", goMemLimit: math.MaxInt64, wantBytes: 256 * mi, wantFrom: "default"},
+		{name: "a tiny GOMEMLIMIT gives the smallest budget", goMemLimit: 1024, wantBytes: 1 << 20, wantFrom: "GOMEMLIMIT, held to 1Mi to 1Ti"},
+		{name: "a huge GOMEMLIMIT gives the largest budget", goMemLimit: 100 << 40, wantBytes: 1 << 40, wantFrom: "GOMEMLIMIT, held to 1Mi to 1Ti"},
 		{name: "explicit wins over GOMEMLIMIT", explicit: 64 * mi, goMemLimit: 230 * mi, wantBytes: 64 * mi, wantFrom: "RELAY_MEMORY_BUDGET"},
 		{name: "explicit still sets GOMEMLIMIT from the cgroup", explicit: 64 * mi, goMemLimit: math.MaxInt64,
 			cgroup: map[string]string{v2: "1073741824"}, wantBytes: 64 * mi, wantFrom: "RELAY_MEMORY_BUDGET", wantGoLimit: 1073741824 / 100 * 90},
