@@ -2,6 +2,7 @@ package relay
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -43,6 +44,19 @@ func (u *undeliveredLog) reason(now time.Time) string {
 	return fmt.Sprintf("%d changes undeliverable since start, the last at %s: %s", u.count, u.at.UTC().Format(time.RFC3339), u.last)
 }
 
+// statusValueMax bounds an object key or subject quoted in a status reason: /readyz is read
+// by people and probes, and a name may run to hundreds of KiB. The log line has it whole.
+const statusValueMax = 256
+
+// statusValue quotes v for a status reason, on one line, cut to statusValueMax bytes with
+// the full length noted.
+func statusValue(v string) string {
+	if len(v) <= statusValueMax {
+		return strconv.Quote(v)
+	}
+	return fmt.Sprintf("%s... (%d bytes)", strconv.Quote(strings.ToValidUTF8(v[:statusValueMax], "")), len(v))
+}
+
 // WithDenials makes the source's publishes fail at once when the server reports a
 // permissions violation for their subject (see Denials); nil waits for the ack's timeout.
 func (s *Source) WithDenials(d *Denials) *Source {
@@ -69,7 +83,7 @@ func (s *Source) onRefused(log zerolog.Logger) func(it *item, step Step, why Ref
 		log.Error().Err(err).Str("key", it.key).Str("uid", uid).Str("rv", rv).Str("subject", subject).
 			Str("step", string(step)).Str("reason", string(why)).Msg("change undeliverable, moving on")
 		s.undelivered.add(fmt.Sprintf("%s (uid %s, rv %s) on %s: %s refused (%s): %v",
-			it.key, uid, rv, subject, step, why, err), time.Now())
+			statusValue(it.key), uid, rv, statusValue(subject), step, why, err), time.Now())
 	}
 }
 

@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -88,5 +89,27 @@ func TestUndeliveredChangesKeepTheSourceNotReadyForAWindow(t *testing.T) {
 	}
 	if got := u.reason(t0.Add(undeliveredReadyWindow + time.Second)); got != "" {
 		t.Errorf("after the window: got %q, want ready", got)
+	}
+}
+
+func TestStatusValueKeepsAReasonOnOneLineAndBounded(t *testing.T) {
+	long := "ns/" + strings.Repeat("x", 20000) + "\nend"
+	tests := []struct {
+		name, in, want string
+	}{
+		{"ordinary name", "ns/web", `"ns/web"`},
+		{"newline", "ns/a\nb", `"ns/a\nb"`},
+		{"long name", long, strconv.Quote(long[:statusValueMax]) + "... (20007 bytes)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := statusValue(tt.in)
+			if got != tt.want {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+			if strings.ContainsAny(got, "\r\n") {
+				t.Errorf("got %q, want one line", got)
+			}
+		})
 	}
 }
