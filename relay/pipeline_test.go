@@ -491,6 +491,20 @@ func TestFitsControlLineCountsSubjectReplyAndSizes(t *testing.T) {
 	}
 }
 
+func TestFitsControlLineCostsNoAllocationForAnOrdinarySubject(t *testing.T) {
+	// It runs for every step of every change: an event's headers and a body of some KiB.
+	meta := event.Meta{Cluster: "c", Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespace: "default",
+		Name: "app", UID: "00000000-0000-0000-0000-000000000000", ResourceVersion: "12345", Type: event.Modified, Origin: event.Live}
+	msg := &nats.Msg{Subject: meta.Subject("kube").String(), Header: meta.Header(), Data: make([]byte, 4096)}
+	if allocs := testing.AllocsPerRun(100, func() {
+		if !fitsControlLine(msg) {
+			t.Fatal("an ordinary event: got refused, want it to fit")
+		}
+	}); allocs != 0 {
+		t.Errorf("allocations per call: got %v, want 0", allocs)
+	}
+}
+
 func TestDenialsFailThePublishInFlightAtOnce(t *testing.T) {
 	r, refusals := startRefusingPipeline(t, 10)
 	d := NewDenials()
