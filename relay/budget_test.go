@@ -39,17 +39,35 @@ func mustGet(t *testing.T, done <-chan error, what string) {
 	}
 }
 
-// mustWait checks that done has no outcome yet. It cannot prove a reservation waits forever,
-// only that it has not been granted by the time every earlier step has returned: each grant
-// happens inside the release that makes room, so a wrongly granted reservation has its
-// outcome before the release returns, and a short poll sees it.
-func mustWait(t *testing.T, done <-chan error, what string) {
+// mustWait checks that the reservation behind done waits: it waits until b's queues hold
+// queued waiters (the reservation was not granted at once and has joined them), failing if
+// done has an outcome first, and checks that done has none then.
+func mustWait(t *testing.T, b *Budget, queued int, done <-chan error, what string) {
 	t.Helper()
+	deadline := time.Now().Add(testWait)
+	for b.waiters() < queued {
+		select {
+		case err := <-done:
+			t.Fatalf("%s: granted (err %v), want it to wait", what, err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not queued after %s", what, testWait)
+		}
+		time.Sleep(time.Millisecond)
+	}
 	select {
 	case err := <-done:
 		t.Fatalf("%s: granted (err %v), want it to wait", what, err)
-	case <-time.After(20 * time.Millisecond):
+	default:
 	}
+}
+
+// waiters returns how many reservations wait in b's queues.
+func (b *Budget) waiters() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.changeWaiters) + len(b.pageWaiters)
 }
 
 func TestBudgetAdmitsWhatFitsAndWaitsForARelease(t *testing.T) {
@@ -63,7 +81,7 @@ func TestBudgetAdmitsWhatFitsAndWaitsForARelease(t *testing.T) {
 		t.Fatal("tryChange(50) with 60 of 100 held: granted, want refused")
 	}
 	second := reserved(func() (int64, error) { return b.reserveChange(ctx, 50) })
-	mustWait(t, second, "second change")
+	mustWait(t, b, 1, second, "second change")
 	b.releaseChange(first)
 	mustGet(t, second, "second change after the release")
 	if got := b.Used(); got != 50 {
@@ -76,14 +94,14 @@ func TestBudgetLetsAnObjectLargerThanTheBudgetPassAlone(t *testing.T) {
 	b := NewBudget(100)
 	small, _ := b.reserveChange(ctx, 10)
 	huge := reserved(func() (int64, error) { return b.reserveChange(ctx, 1000) })
-	mustWait(t, huge, "change larger than the budget while another is held")
+	mustWait(t, b, 1, huge, "change larger than the budget while another is held")
 	b.releaseChange(small)
 	mustGet(t, huge, "change larger than the budget, alone")
 	if got := b.Used(); got != 100 {
 		t.Errorf("used: got %d, want the whole budget, 100", got)
 	}
 	next := reserved(func() (int64, error) { return b.reserveChange(ctx, 1) })
-	mustWait(t, next, "change behind the one that took the whole budget")
+	mustWait(t, b, 1, next, "change behind the one that took the whole budget")
 	b.releaseChange(100)
 	mustGet(t, next, "change after the large one was released")
 }
@@ -104,7 +122,7 @@ func TestBudgetNeverKeepsAChangeWaitingOnPagesAlone(t *testing.T) {
 	}
 	// Once a change is held, further ones wait for the budget.
 	more := reserved(func() (int64, error) { return b.reserveChange(ctx, 30) })
-	mustWait(t, more, "second change over the budget")
+	mustWait(t, b, 1, more, "second change over the budget")
 	b.releaseChange(c)
 	mustGet(t, more, "second change once no change is held")
 }
@@ -114,7 +132,7 @@ func TestBudgetPageWaitsUntilItFitsOrNothingIsHeld(t *testing.T) {
 	b := NewBudget(100)
 	c, _ := b.reserveChange(ctx, 90)
 	page := reserved(func() (int64, error) { return b.reservePage(ctx, 500) })
-	mustWait(t, page, "page while changes hold the budget")
+	mustWait(t, b, 1, page, "page while changes hold the budget")
 	b.releaseChange(c)
 	mustGet(t, page, "page larger than the budget once nothing is held")
 	if got := b.Used(); got != 100 {
@@ -127,9 +145,9 @@ func TestBudgetServesWaitersInArrivalOrder(t *testing.T) {
 	b := NewBudget(100)
 	held, _ := b.reserveChange(ctx, 100)
 	large := reserved(func() (int64, error) { return b.reserveChange(ctx, 80) })
-	mustWait(t, large, "large change")
+	mustWait(t, b, 1, large, "large change")
 	small := reserved(func() (int64, error) { return b.reserveChange(ctx, 10) })
-	mustWait(t, small, "small change behind the large one")
+	mustWait(t, b, 2, small, "small change behind the large one")
 	if _, ok := b.tryChange(1); ok {
 		t.Error("tryChange with waiters queued: granted, want refused (it would overtake them)")
 	}
@@ -143,7 +161,7 @@ func TestBudgetWaitEndsWithItsContextAndLeavesNothingHeld(t *testing.T) {
 	held, _ := b.reserveChange(context.Background(), 100)
 	ctx, cancel := context.WithCancel(context.Background())
 	w := reserved(func() (int64, error) { return b.reserveChange(ctx, 50) })
-	mustWait(t, w, "change over the budget")
+	mustWait(t, b, 1, w, "change over the budget")
 	cancel()
 	select {
 	case err := <-w:
