@@ -2,7 +2,9 @@ package relay
 
 import (
 	"context"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,34 +20,58 @@ import (
 	"github.com/kube-nats-relay/kube-nats-relay/event"
 )
 
-// historyCluster is a reader of one cluster state: a list answers rv and objs, and each watch
-// delivers the next scripted events and stays open.
-type historyCluster struct {
-	rv      string
-	objs    []*unstructured.Unstructured
-	watches chan watch.Interface
-	// checked, when set, is called on each read of the cluster's resourceVersion (1, 2, ...).
-	checked func(n int)
-	checks  int
-}
-
-func (c *historyCluster) List(_ context.Context, opts metav1.ListOptions) (*page, error) {
-	if opts.Limit == 1 {
-		c.checks++
-		if c.checked != nil {
-			c.checked(c.checks)
+// leaseCluster is a reader of one cluster state, at rv and holding the Lease at 100: each
+// watch delivers the next scripted watch (two at most) and stays open. checked, when set, is
+// called on each read of the cluster's resourceVersion (1, 2, ...).
+func leaseCluster(rv string, checked func(n int)) *scriptedReader {
+	var checks atomic.Int32
+	return &scriptedReader{watches: make(chan watch.Interface, 2), list: func(_ int, opts metav1.ListOptions) (*page, error) {
+		if opts.Limit == 1 {
+			if n := checks.Add(1); checked != nil {
+				checked(int(n))
+			}
+			return &page{resourceVersion: rv}, nil
 		}
-		return &page{resourceVersion: c.rv}, nil
-	}
-	return scriptedPage(c.rv, "", c.objs...), nil
+		return scriptedPage(rv, "", leaseRV("100")), nil
+	}}
 }
 
-func (c *historyCluster) Watch(ctx context.Context, _ metav1.ListOptions) (watch.Interface, error) {
-	select {
-	case w := <-c.watches:
-		return w, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
+// leaseSource is a source of the Leases read through cluster, publishing to pub and keeping
+// its checkpoint and history epoch in ckpt.
+func leaseSource(cluster reader, pub Publisher, ckpt *memCheckpoints) *Source {
+	src := &Source{
+		cfg: SourceConfig{Cluster: "c", Prefix: "kube", Resource: Resource{
+			GroupVersionResource: schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"},
+			Kind:                 "Lease", Namespaced: true,
+		}, Buffer: 100, MaxInflight: 10, CheckpointInterval: time.Hour, ShutdownTimeout: 5 * time.Second},
+		client: cluster, pub: pub, ckpt: ckpt, key: "c.coordination.k8s.io.leases._all",
+		index: newIndex(), now: time.Now, rules: defaultRules{}, nsClient: func(string) reader { return cluster },
+	}
+	src.WithHistory(ckpt)
+	return src
+}
+
+// runUntilPublished runs src until pub got n publishes, then stops it.
+func runUntilPublished(t *testing.T, src *Source, pub *dedupStream, n int) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(zerolog.Nop().WithContext(context.Background()))
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- src.Run(ctx) }()
+	deadline := time.After(30 * time.Second)
+	for i := 0; i < n; i++ {
+		select {
+		case <-pub.got:
+		case err := <-done:
+			t.Fatalf("source ended early: %v", err)
+		case <-deadline:
+			pub.mu.Lock()
+			t.Fatalf("published %d, want %d: stored %v, duplicates %v", i, n, ids(pub.stored), ids(pub.dups))
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
 	}
 }
 
@@ -210,50 +236,24 @@ func TestChangesAfterARestoreAreNotDroppedAsDuplicates(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cluster := &historyCluster{rv: tt.cluster, objs: []*unstructured.Unstructured{leaseRV("100")}, watches: make(chan watch.Interface, 1)}
+			cluster := leaseCluster(tt.cluster, nil)
 			cluster.watches <- tt.watch
 			ckpt := &memCheckpoints{rv: "105", epoch: tt.epoch, at: tt.at}
 			pub := &dedupStream{saved: ckpt.history, seen: map[string]bool{}, got: make(chan struct{}, 100)}
 			for _, id := range tt.seen {
 				pub.seen[id] = true
 			}
-			src := &Source{
-				cfg: SourceConfig{Cluster: "c", Prefix: "kube", Resource: Resource{
-					GroupVersionResource: schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"},
-					Kind:                 "Lease", Namespaced: true,
-				}, Buffer: 100, MaxInflight: 10, CheckpointInterval: time.Hour, ShutdownTimeout: 5 * time.Second},
-				client: cluster, pub: pub, ckpt: ckpt, key: "c.coordination.k8s.io.leases._all",
-				index: newIndex(), now: time.Now, rules: defaultRules{}, nsClient: func(string) reader { return cluster },
-			}
-			src.WithHistory(ckpt)
+			src := leaseSource(cluster, pub, ckpt)
 			// The object index of before the restore (kept in memory here).
 			src.index.put("ns/l", entry{UID: "uid-l", ResourceVersion: "105"})
-
-			ctx, cancel := context.WithCancel(zerolog.Nop().WithContext(context.Background()))
-			done := make(chan error, 1)
-			go func() { done <- src.Run(ctx) }()
-			deadline := time.After(30 * time.Second)
-			for n := 0; n < len(tt.want)+len(tt.wantDup); n++ {
-				select {
-				case <-pub.got:
-				case err := <-done:
-					t.Fatalf("source ended early: %v", err)
-				case <-deadline:
-					pub.mu.Lock()
-					t.Fatalf("published %d, want %d: stored %v, duplicates %v", n, len(tt.want)+len(tt.wantDup), ids(pub.stored), ids(pub.dups))
-				}
-			}
-			cancel()
-			if err := <-done; err != nil {
-				t.Fatalf("Run: %v", err)
-			}
+			runUntilPublished(t, src, pub, len(tt.want)+len(tt.wantDup))
 
 			pub.mu.Lock()
 			defer pub.mu.Unlock()
-			if got := ids(pub.stored); !equalStrings(got, tt.want) {
+			if got := ids(pub.stored); !slices.Equal(got, tt.want) {
 				t.Errorf("published: got %v, want %v", got, tt.want)
 			}
-			if got := ids(pub.dups); !equalStrings(got, tt.wantDup) {
+			if got := ids(pub.dups); !slices.Equal(got, tt.wantDup) {
 				t.Errorf("dropped as duplicates: got %v, want %v", got, tt.wantDup)
 			}
 			for _, m := range pub.stored {
@@ -284,18 +284,6 @@ func ids(msgs []*nats.Msg) []string {
 	return out
 }
 
-func equalStrings(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 func TestRestoreFoundWhileWatchingBeginsTheEpochAfterWhatWasQueued(t *testing.T) {
 	// The relay watches the Lease renewing at 101 to 105 from the checkpoint 100; then etcd is
 	// restored to its snapshot at 100 (the watch ends) and the Lease renews at 101 to 105 again.
@@ -306,27 +294,18 @@ func TestRestoreFoundWhileWatchingBeginsTheEpochAfterWhatWasQueued(t *testing.T)
 	}
 	ended := scriptedWatch(first...)
 	ended.Stop()
-	cluster := &historyCluster{rv: "100", objs: []*unstructured.Unstructured{leaseRV("100")}, watches: make(chan watch.Interface, 2)}
-	cluster.watches <- ended
-	cluster.watches <- scriptedWatch(second...)
 	ckpt := &memCheckpoints{rv: "100"}
 	// The watch's events are acked only once the relay reads the cluster's resourceVersion
 	// after the watch ended: the epoch must wait for them.
 	pub := &dedupStream{saved: ckpt.history, seen: map[string]bool{}, got: make(chan struct{}, 100), hold: make(chan struct{})}
-	cluster.checked = func(n int) {
+	cluster := leaseCluster("100", func(n int) {
 		if n == 2 {
 			close(pub.hold)
 		}
-	}
-	src := &Source{
-		cfg: SourceConfig{Cluster: "c", Prefix: "kube", Resource: Resource{
-			GroupVersionResource: schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"},
-			Kind:                 "Lease", Namespaced: true,
-		}, Buffer: 100, MaxInflight: 10, CheckpointInterval: time.Hour, ShutdownTimeout: 5 * time.Second},
-		client: cluster, pub: pub, ckpt: ckpt, key: "c.coordination.k8s.io.leases._all",
-		index: newIndex(), now: time.Now, rules: defaultRules{}, nsClient: func(string) reader { return cluster },
-	}
-	src.WithHistory(ckpt)
+	})
+	cluster.watches <- ended
+	cluster.watches <- scriptedWatch(second...)
+	src := leaseSource(cluster, pub, ckpt)
 	src.index.put("ns/l", entry{UID: "uid-l", ResourceVersion: "100"})
 
 	var want []string
@@ -336,27 +315,10 @@ func TestRestoreFoundWhileWatchingBeginsTheEpochAfterWhatWasQueued(t *testing.T)
 	for _, rv := range []string{"100", "101", "102", "103", "104", "105"} {
 		want = append(want, leaseID(1, event.Modified, rv))
 	}
-	ctx, cancel := context.WithCancel(zerolog.Nop().WithContext(context.Background()))
-	done := make(chan error, 1)
-	go func() { done <- src.Run(ctx) }()
-	deadline := time.After(30 * time.Second)
-	for n := 0; n < len(want); n++ {
-		select {
-		case <-pub.got:
-		case err := <-done:
-			t.Fatalf("source ended early: %v", err)
-		case <-deadline:
-			pub.mu.Lock()
-			t.Fatalf("published %d, want %d: stored %v, duplicates %v", n, len(want), ids(pub.stored), ids(pub.dups))
-		}
-	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("Run: %v", err)
-	}
+	runUntilPublished(t, src, pub, len(want))
 	pub.mu.Lock()
 	defer pub.mu.Unlock()
-	if got := ids(pub.stored); !equalStrings(got, want) {
+	if got := ids(pub.stored); !slices.Equal(got, want) {
 		t.Errorf("published: got %v, want %v", got, want)
 	}
 	if len(pub.dups) > 0 || len(pub.early) > 0 {
