@@ -29,11 +29,6 @@ func (s *Source) WithHistory(h HistoryKeeper) *Source {
 	return s
 }
 
-// historyDrainMark is the resourceVersion of the mark the intake queues before moving to the
-// next epoch; the checkpoint saver recognises it (no resourceVersion starts with a NUL byte)
-// and does not record it as a checkpoint.
-const historyDrainMark = "\x00history-drain"
-
 // loadHistory reads the source's epoch at start.
 func (s *Source) loadHistory(ctx context.Context) error {
 	if s.hist == nil {
@@ -68,19 +63,12 @@ func (in *intake) beginHistory(ctx context.Context, fallback string) error {
 		s.history.Add(1)
 		return nil
 	}
-	for {
-		select {
-		case <-c.drained:
-			continue
-		default:
-		}
-		break
-	}
-	if err := in.send(ctx, &item{rv: historyDrainMark}); err != nil {
+	drain := &item{retired: make(chan struct{})}
+	if err := in.send(ctx, drain); err != nil {
 		return err
 	}
 	select {
-	case <-c.drained:
+	case <-drain.retired:
 	case <-ctx.Done():
 		return ctx.Err()
 	}

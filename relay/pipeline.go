@@ -91,6 +91,9 @@ type item struct {
 	received, sent time.Time
 	// charged is what the item holds of the memory budget (see Budget).
 	charged int64
+	// retired, when set (a mark with no rv), is closed once the item and every earlier one are
+	// done and their checkpoint reported (see beginHistory).
+	retired chan struct{}
 }
 
 // current returns the message of the step in progress: mirror, event, index (skipping the
@@ -327,13 +330,13 @@ func (p *pipeline) run(ctx context.Context, stop <-chan struct{}) error {
 		n := 0
 		for ; n < len(pending) && pending[n].done; n++ {
 			pending[n].release(p.budget)
-			if pending[n].rv == historyDrainMark {
-				// Not a checkpoint: report what it follows first (see beginHistory).
+			if pending[n].retired != nil {
+				// Whoever waits for it reads the checkpoint: report what it follows first.
 				if last != "" {
 					p.advance(last, urgent)
 				}
 				last, urgent = "", false
-				p.advance(historyDrainMark, false)
+				close(pending[n].retired)
 				continue
 			}
 			if pending[n].rv != "" {

@@ -528,29 +528,20 @@ type checkpointSaver struct {
 	latest string
 	urgent chan struct{}
 	saved  string
-	// saveMu is held by each save and by beginHistory; drained is signalled when the drain
-	// mark is acked; fail stops the source on a conflict.
-	saveMu  sync.Mutex
-	drained chan struct{}
-	fail    context.CancelCauseFunc
+	// saveMu is held by each save and by beginHistory; fail stops the source on a conflict.
+	saveMu sync.Mutex
+	fail   context.CancelCauseFunc
 }
 
 // finalSaveBudget is the share of the shutdown timeout kept for writing the final checkpoint.
 const finalSaveBudget = time.Second
 
 func newCheckpointSaver(ckpt Checkpointer, key, saved string, interval time.Duration) *checkpointSaver {
-	return &checkpointSaver{ckpt: ckpt, key: key, interval: interval, latest: saved, saved: saved, urgent: make(chan struct{}, 1), drained: make(chan struct{}, 1)}
+	return &checkpointSaver{ckpt: ckpt, key: key, interval: interval, latest: saved, saved: saved, urgent: make(chan struct{}, 1)}
 }
 
 // advance records rv as acked; called from the pipeline goroutine, never blocks.
 func (c *checkpointSaver) advance(rv string, urgent bool) {
-	if rv == historyDrainMark {
-		select {
-		case c.drained <- struct{}{}:
-		default:
-		}
-		return
-	}
 	c.mu.Lock()
 	c.latest = rv
 	c.mu.Unlock()
