@@ -74,10 +74,15 @@ type pipelineRun struct {
 	done chan error
 }
 
-func startPipeline(t *testing.T, maxOutstanding int) *pipelineRun {
+// startPipeline runs a pipeline publishing to a fake; setup, when given, configures it before
+// the run starts.
+func startPipeline(t *testing.T, maxOutstanding int, setup ...func(p *pipeline)) *pipelineRun {
 	t.Helper()
 	r := &pipelineRun{pub: &fakePublisher{sent: make(chan *fakeFuture, 100)}, ck: &checkpoints{}, stop: make(chan struct{}), done: make(chan error, 1)}
 	r.p = newPipeline(r.pub, 100, maxOutstanding, r.ck.advance, nil)
+	for _, f := range setup {
+		f(r.p)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	go func() { r.done <- r.p.run(ctx, r.stop) }()
@@ -296,15 +301,6 @@ type refusedStep struct {
 	reference bool
 }
 
-// recordRefusals makes r's pipeline report refused steps to the returned channel.
-func recordRefusals(r *pipelineRun) chan refusedStep {
-	ch := make(chan refusedStep, 100)
-	r.p.onRefused = func(it *item, step Step, why Refusal, _ error, reference bool) {
-		ch <- refusedStep{subject: it.current().Subject, step: step, why: why, reference: reference}
-	}
-	return ch
-}
-
 // nextRefusal returns the next refused step reported on ch.
 func nextRefusal(t *testing.T, ch chan refusedStep) refusedStep {
 	t.Helper()
@@ -320,12 +316,12 @@ func nextRefusal(t *testing.T, ch chan refusedStep) refusedStep {
 // startRefusingPipeline is startPipeline with onRefused recorded before the run starts.
 func startRefusingPipeline(t *testing.T, maxOutstanding int) (*pipelineRun, chan refusedStep) {
 	t.Helper()
-	r := &pipelineRun{pub: &fakePublisher{sent: make(chan *fakeFuture, 100)}, ck: &checkpoints{}, stop: make(chan struct{}), done: make(chan error, 1)}
-	r.p = newPipeline(r.pub, 100, maxOutstanding, r.ck.advance, nil)
-	refusals := recordRefusals(r)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	go func() { r.done <- r.p.run(ctx, r.stop) }()
+	refusals := make(chan refusedStep, 100)
+	r := startPipeline(t, maxOutstanding, func(p *pipeline) {
+		p.onRefused = func(it *item, step Step, why Refusal, _ error, reference bool) {
+			refusals <- refusedStep{subject: it.current().Subject, step: step, why: why, reference: reference}
+		}
+	})
 	return r, refusals
 }
 
@@ -632,13 +628,8 @@ func TestPipelineCountsADeniedPublishUntilTheClientLetsItGo(t *testing.T) {
 	// A pipeline that counted a denied publish as done at once would fill that window with
 	// the futures of a denied namespace and stall every other source's publishes.
 	// The client also holds the message meanwhile: its charge on the budget is kept.
-	r := &pipelineRun{pub: &fakePublisher{sent: make(chan *fakeFuture, 100)}, ck: &checkpoints{}, stop: make(chan struct{}), done: make(chan error, 1)}
-	r.p = newPipeline(r.pub, 100, 1, r.ck.advance, nil)
 	d, b := NewDenials(), NewBudget(1<<20)
-	r.p.denials, r.p.budget = d, b
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	go func() { r.done <- r.p.run(ctx, r.stop) }()
+	r := startPipeline(t, 1, func(p *pipeline) { p.denials, p.budget = d, b })
 
 	itA := change("a", "kube.c.core.v1.configmaps.denied.a.added", "1")
 	itA.charged, _ = b.tryChange(1000)
