@@ -274,15 +274,8 @@ func TestInitialSyncPublishesOnlyAdded(t *testing.T) {
 	}
 }
 
-// field reads a nested field of a decoded body.
+// bodyField reads a nested field of a decoded body, nil when it is absent.
 func bodyField(obj map[string]any, path ...string) any {
-	var cur any = obj
-	for _, p := range path {
-		m, ok := cur.(map[string]any)
-		if !ok {
-			return nil
-		}
-		cur = m[p]
-	}
-	return cur
+	v, _, _ := unstructured.NestedFieldNoCopy(obj, path...)
+	return v
 }
