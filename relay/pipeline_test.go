@@ -524,40 +524,51 @@ func TestDenialsFailThePublishInFlightAtOnce(t *testing.T) {
 }
 
 func TestPipelineRecordsTheIdentityOfAnObjectTheMirrorRefuses(t *testing.T) {
-	r, refusals := startRefusingPipeline(t, 10)
-	meta := event.Meta{Cluster: "c", Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespace: "ns", Name: "big",
-		UID: "u-1", ResourceVersion: "7", Type: event.Added, Origin: event.Live}
-	it := &item{key: "ns/big", msg: &nats.Msg{Subject: "ev", Header: meta.Header()}, rv: "7",
-		mirror: &nats.Msg{Subject: "mirror.big", Data: []byte(`{"data":"` + strings.Repeat("x", 100) + `"}`)}}
-	r.p.in <- it
-	tooLarge := apiError(jetstream.JSErrCodeStreamMessageExceedsMaximum, "message size exceeds maximum allowed")
-	r.next(t).fail(tooLarge)
-	if got := nextRefusal(t, refusals); !got.reference || got.step != StepMirror {
-		t.Fatalf("refusal: got %+v, want the mirror record reduced", got)
+	tests := []struct{ name, objectName string }{
+		{"a short name", "big"},
+		// A name longer than event.MaxHeaderValueLen reaches the headers in the hashed form,
+		// so the identity record cannot take the name from them.
+		{"a name past the header bound", strings.Repeat("long name ", 2000)},
 	}
-	ref := r.next(t)
-	var state struct {
-		Kind     string `json:"kind"`
-		Metadata struct{ Namespace, Name, UID, ResourceVersion string }
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, refusals := startRefusingPipeline(t, 10)
+			meta := event.Meta{Cluster: "c", Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespace: "ns", Name: tt.objectName,
+				UID: "u-1", ResourceVersion: "7", Type: event.Added, Origin: event.Live}
+			it := &item{key: "ns/" + tt.objectName, msg: &nats.Msg{Subject: "ev", Header: meta.Header()}, rv: "7",
+				mirror: &nats.Msg{Subject: "mirror.big", Data: []byte(`{"data":"` + strings.Repeat("x", 100) + `"}`)}}
+			r.p.in <- it
+			tooLarge := apiError(jetstream.JSErrCodeStreamMessageExceedsMaximum, "message size exceeds maximum allowed")
+			r.next(t).fail(tooLarge)
+			if got := nextRefusal(t, refusals); !got.reference || got.step != StepMirror {
+				t.Fatalf("refusal: got %+v, want the mirror record reduced", got)
+			}
+			ref := r.next(t)
+			var state struct {
+				Kind     string `json:"kind"`
+				Metadata struct{ Namespace, Name, UID, ResourceVersion string }
+			}
+			if err := json.Unmarshal(ref.msg.Data, &state); err != nil {
+				t.Fatalf("reduced mirror record: %v", err)
+			}
+			if state.Kind != "ConfigMap" || state.Metadata.Name != tt.objectName || state.Metadata.Namespace != "ns" ||
+				state.Metadata.UID != "u-1" || state.Metadata.ResourceVersion != "7" {
+				t.Errorf("reduced mirror record: got kind %q, ns %q, a name of %d bytes, uid %q, rv %q; want the object's identity (name of %d bytes)",
+					state.Kind, state.Metadata.Namespace, len(state.Metadata.Name), state.Metadata.UID, state.Metadata.ResourceVersion, len(tt.objectName))
+			}
+			// Refused even so: given up; the event still goes out.
+			ref.fail(tooLarge)
+			if got := nextRefusal(t, refusals); got.reference || got.step != StepMirror {
+				t.Fatalf("second refusal: got %+v, want the mirror record given up", got)
+			}
+			ev := r.next(t)
+			if ev.msg.Subject != "ev" {
+				t.Fatalf("publish: got %s, want the event", ev.msg.Subject)
+			}
+			ev.ack()
+			waitCheckpoint(t, r.ck, "7")
+		})
 	}
-	if err := json.Unmarshal(ref.msg.Data, &state); err != nil {
-		t.Fatalf("reduced mirror record %q: %v", ref.msg.Data, err)
-	}
-	if state.Kind != "ConfigMap" || state.Metadata.Name != "big" || state.Metadata.Namespace != "ns" ||
-		state.Metadata.UID != "u-1" || state.Metadata.ResourceVersion != "7" {
-		t.Errorf("reduced mirror record: got %s, want the object's identity", ref.msg.Data)
-	}
-	// Refused even so: given up; the event still goes out.
-	ref.fail(tooLarge)
-	if got := nextRefusal(t, refusals); got.reference || got.step != StepMirror {
-		t.Fatalf("second refusal: got %+v, want the mirror record given up", got)
-	}
-	ev := r.next(t)
-	if ev.msg.Subject != "ev" {
-		t.Fatalf("publish: got %s, want the event", ev.msg.Subject)
-	}
-	ev.ack()
-	waitCheckpoint(t, r.ck, "7")
 }
 
 func TestDeniedSubjectReadsOnlyPublishViolations(t *testing.T) {
@@ -578,36 +589,6 @@ func TestDeniedSubjectReadsOnlyPublishViolations(t *testing.T) {
 			}
 		})
 	}
-}
-
-func TestPipelineRecordsTheExactNameOfAnObjectTheMirrorRefuses(t *testing.T) {
-	// A name longer than event.MaxHeaderValueLen reaches the headers in the hashed form, so
-	// the identity record cannot take the name from them.
-	name := strings.Repeat("long name ", 2000)
-	r, refusals := startRefusingPipeline(t, 10)
-	meta := event.Meta{Cluster: "c", Version: "v1", Resource: "rolebindings", Group: "rbac.authorization.k8s.io", Kind: "RoleBinding",
-		Namespace: "ns", Name: name, UID: "u-1", ResourceVersion: "7", Type: event.Added, Origin: event.Live}
-	it := &item{key: "ns/" + name, msg: &nats.Msg{Subject: "ev", Header: meta.Header()}, rv: "7",
-		mirror: &nats.Msg{Subject: "mirror.long", Data: []byte(`{"data":"` + strings.Repeat("x", 100) + `"}`)}}
-	r.p.in <- it
-	r.next(t).fail(apiError(jetstream.JSErrCodeStreamMessageExceedsMaximum, "message size exceeds maximum allowed"))
-	if got := nextRefusal(t, refusals); !got.reference || got.step != StepMirror {
-		t.Fatalf("refusal: got %+v, want the mirror record reduced", got)
-	}
-	ref := r.next(t)
-	var state struct {
-		Metadata struct{ Namespace, Name string }
-	}
-	if err := json.Unmarshal(ref.msg.Data, &state); err != nil {
-		t.Fatalf("reduced mirror record: %v", err)
-	}
-	if state.Metadata.Namespace != "ns" || state.Metadata.Name != name {
-		t.Errorf("reduced mirror record: got namespace %q and a name of %d bytes, want ns and the exact name of %d bytes",
-			state.Metadata.Namespace, len(state.Metadata.Name), len(name))
-	}
-	ref.ack()
-	r.next(t).ack()
-	waitCheckpoint(t, r.ck, "7")
 }
 
 func TestDenialsLeaveAViolationNoPublishWaitsForToTheCaller(t *testing.T) {
