@@ -304,6 +304,7 @@ func TestTemplateRejects(t *testing.T) {
 		{"misspelt value", nil, []string{"relay.namespace=x"}, "namespace"},
 		{"kind instead of resource", nil, []string{"relay.resources={Deployment}"}, "resources"},
 		{"bad duration", nil, []string{"relay.maxAge=3 days"}, "maxAge"},
+		{"bad quantity", nil, []string{"relay.memoryBudget=64MB"}, "memoryBudget"},
 		{"memory limit the chart cannot read", nil, []string{"resources.limits.memory=1e9"}, "resources.limits.memory"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

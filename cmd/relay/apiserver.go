@@ -147,8 +147,21 @@ func (m *apiserverMonitor) notReady() []string {
 	if m.failingSince.IsZero() {
 		return nil
 	}
-	return []string{fmt.Sprintf("kubernetes apiserver unreachable for %s (%d failed requests): %v",
-		m.now().Sub(m.failingSince).Round(time.Second), m.failedCount, m.lastErr)}
+	return []string{fmt.Sprintf("kubernetes apiserver unreachable for %s (%d failed requests): %s",
+		m.now().Sub(m.failingSince).Round(time.Second), m.failedCount, boundReason(m.lastErr.Error()))}
+}
+
+// reasonErrMax bounds the error quoted in /readyz: it holds the request's URL, and a get by
+// name carries the object's name, which for some resources (RBAC) has no length limit. The
+// log line has it whole.
+const reasonErrMax = 512
+
+// boundReason cuts s to reasonErrMax bytes, noting its full length.
+func boundReason(s string) string {
+	if len(s) <= reasonErrMax {
+		return s
+	}
+	return fmt.Sprintf("%s... (%d bytes)", strings.ToValidUTF8(s[:reasonErrMax], ""), len(s))
 }
 
 // requestKind names what a request to the apiserver does: its phase (discovery, list,

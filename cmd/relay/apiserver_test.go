@@ -15,15 +15,8 @@ import (
 // seconds it logs the connection error, /readyz names the apiserver problem next to
 // "starting", and the metrics show the apiserver down with the failed discovery requests.
 func TestUnreachableAPIServerIsReportedAtStartup(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := l.Addr().String()
-	l.Close()
-
 	vars := relayVars(testName(t))
-	vars["KUBECONFIG"] = kubeconfigVia(t, "https://"+closed)
+	vars["KUBECONFIG"] = kubeconfigVia(t, "https://"+closedAddr(t))
 	vars["RELAY_RESOURCES"] = "configmaps"
 	r := startRelay(t, vars)
 	addr := healthAddr(t, r)
@@ -120,15 +113,8 @@ func TestAPIServerOutageIsReportedWhileRunning(t *testing.T) {
 // discovery against a closed port: SIGTERM is a requested shutdown, not a failure, so it
 // exits 0 as it does once running, and without an error line.
 func TestStopWhileTheAPIServerIsUnreachableExitsZero(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := l.Addr().String()
-	l.Close()
-
 	vars := relayVars(testName(t))
-	vars["KUBECONFIG"] = kubeconfigVia(t, "https://"+closed)
+	vars["KUBECONFIG"] = kubeconfigVia(t, "https://"+closedAddr(t))
 	vars["RELAY_RESOURCES"] = "configmaps"
 	r := startRelay(t, vars)
 	waitOutput(t, r, "apiserver discovery failed, retrying", "connection refused")
@@ -136,4 +122,15 @@ func TestStopWhileTheAPIServerIsUnreachableExitsZero(t *testing.T) {
 	if out := r.out.String(); strings.Contains(out, "relay: context canceled") {
 		t.Errorf("output after SIGTERM names an error:\n%s", out)
 	}
+}
+
+// closedAddr returns a local address where nothing listens: connections are refused.
+func closedAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
 }

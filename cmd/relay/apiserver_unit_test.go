@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -136,6 +137,21 @@ func TestAPIServerMonitorCountsOnlyRequestsWithoutAnswer(t *testing.T) {
 	}
 	if got := m.notReady(); got != nil {
 		t.Errorf("an answer, even 503: got %q, want reachable (the caller reports the status)", got)
+	}
+}
+
+func TestAPIServerReasonBoundsTheErrorOfAGetByALongName(t *testing.T) {
+	m := newAPIServerMonitor(zerolog.Nop())
+	name := strings.Repeat("n", 100_000) // RBAC names have no length limit
+	err := &url.Error{Op: "Get", URL: "https://apiserver/apis/rbac.authorization.k8s.io/v1/namespaces/a/rolebindings/" + name,
+		Err: errors.New("connect: connection refused")}
+	m.failed("get", "rolebindings.rbac.authorization.k8s.io", err)
+	reasons := m.notReady()
+	if len(reasons) != 1 {
+		t.Fatalf("got %d reasons, want 1", len(reasons))
+	}
+	if len(reasons[0]) > reasonErrMax+200 || !strings.Contains(reasons[0], fmt.Sprintf("(%d bytes)", len(err.Error()))) {
+		t.Errorf("reason of %d bytes, want at most %d of the error and its full length noted: %.300q...", len(reasons[0]), reasonErrMax, reasons[0])
 	}
 }
 

@@ -35,9 +35,6 @@ const (
 	minDuplicateWindow = 100 * time.Millisecond
 )
 
-// mustBePositive is the reason given for a value that must be above zero.
-const mustBePositive = "must be greater than 0"
-
 var (
 	// clusterRe matches a cluster name: one subject token, readable in
 	// subjects and event ids without encoding.
@@ -366,38 +363,6 @@ func checkListEntries(ps *problems, name string, l CommaList, show func(string) 
 		}
 	}
 	return entries
-}
-
-// checkIntBetween reports v unless it parsed and lies in [lo, hi]; hi 0 means
-// no upper bound. It returns whether v is valid. A variable's own range is checked with
-// checkIntRange (config_ranges.go): every numeric variable has one.
-func checkIntBetween(ps *problems, name string, v Integer, lo, hi int) bool {
-	switch {
-	case v.err != nil:
-		ps.add(name, v.Raw, v.err.Error())
-	case hi == 0 && v.Int < lo:
-		ps.addf(name, v.Raw, "must be at least %d", lo)
-	case hi != 0 && (v.Int < lo || v.Int > hi):
-		ps.addf(name, v.Raw, "must be between %d and %d", lo, hi)
-	default:
-		return true
-	}
-	return false
-}
-
-// checkDuration reports d unless it parsed and is at least lo, giving reason
-// when it is below. It returns whether d is valid. A variable's own range is checked with
-// checkDurationRange (config_ranges.go).
-func checkDuration(ps *problems, name string, d Duration, lo time.Duration, reason string) bool {
-	switch {
-	case d.err != nil:
-		ps.add(name, d.Raw, d.err.Error())
-	case d.Duration < lo:
-		ps.add(name, d.Raw, reason)
-	default:
-		return true
-	}
-	return false
 }
 
 // validStreamName applies the stream name rules of nats-server and nats.go.

@@ -215,6 +215,15 @@ func (f *faultEnv) strictScenario(cfg loadSpec, moments func(g *loadGen) []int,
 		f.t.Fatalf("load: %v", err)
 	}
 	f.requireRunning(r)
+	msgs = f.checkTruth(g, tw)
+	r.stop(f.t)
+	return msgs, faults
+}
+
+// checkTruth waits for the stream to settle after g's load and checks it against the
+// uninterrupted ground truth tw; it returns the stream's messages.
+func (f *faultEnv) checkTruth(g *loadGen, tw *truthWatcher) []received {
+	f.t.Helper()
 	msgs, final := f.settle(g, tw)
 	truth, relists := tw.snapshot()
 	if relists > 0 {
@@ -223,6 +232,5 @@ func (f *faultEnv) strictScenario(cfg loadSpec, moments func(g *loadGen) []int,
 	f.t.Logf("ground truth: %d changes", len(truth))
 	f.check(msgs, final, truth, g.uids())
 	f.logRelays()
-	r.stop(f.t)
-	return msgs, faults
+	return msgs
 }

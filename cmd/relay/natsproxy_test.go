@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,37 +16,23 @@ import (
 // nats-server it is a fault point at an exact message: a write that never lands, whatever the
 // timing.
 type dropProxy struct {
-	l      net.Listener
-	target string
+	*partitionProxy
 
 	mu      sync.Mutex
 	subject string
-	conns   map[net.Conn]struct{}
 	// dropped receives the subject of the first publish dropped after arm.
 	dropped chan string
 }
 
 func startDropProxy(t *testing.T, target string) *dropProxy {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("proxy: %v", err)
-	}
-	p := &dropProxy{l: l, target: target, conns: make(map[net.Conn]struct{}), dropped: make(chan string, 1)}
-	go p.serve()
-	t.Cleanup(func() {
-		l.Close()
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		for c := range p.conns {
-			c.Close()
-		}
-	})
+	p := &dropProxy{dropped: make(chan string, 1)}
+	p.partitionProxy = startProxy(t, target, p.filter)
 	return p
 }
 
 // url is the NATS URL that reaches the server through the proxy.
-func (p *dropProxy) url() string { return "nats://" + p.l.Addr().String() }
+func (p *dropProxy) url() string { return "nats://" + p.addr() }
 
 // arm makes the proxy drop every publish to subject from now on.
 func (p *dropProxy) arm(subject string) {
@@ -60,37 +45,6 @@ func (p *dropProxy) drops(subject string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.subject != "" && subject == p.subject
-}
-
-func (p *dropProxy) serve() {
-	for {
-		c, err := p.l.Accept()
-		if err != nil {
-			return
-		}
-		go p.forward(c)
-	}
-}
-
-func (p *dropProxy) forward(c net.Conn) {
-	u, err := net.Dial("tcp", p.target)
-	if err != nil {
-		c.Close()
-		return
-	}
-	p.mu.Lock()
-	p.conns[c], p.conns[u] = struct{}{}, struct{}{}
-	p.mu.Unlock()
-	done := make(chan struct{}, 2)
-	go func() { _ = p.filter(u, c); done <- struct{}{} }()
-	go func() { _, _ = io.Copy(c, u); done <- struct{}{} }()
-	<-done
-	c.Close()
-	u.Close()
-	p.mu.Lock()
-	delete(p.conns, c)
-	delete(p.conns, u)
-	p.mu.Unlock()
 }
 
 // filter copies the client protocol from src to dst, one operation at a time, leaving out the

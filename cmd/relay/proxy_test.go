@@ -17,6 +17,9 @@ type partitionProxy struct {
 	l      net.Listener
 	target string
 
+	// upstream copies what a client sends to the target; nil is io.Copy.
+	upstream func(dst io.Writer, src io.Reader) error
+
 	mu    sync.Mutex
 	cut   bool
 	conns map[net.Conn]struct{}
@@ -24,11 +27,17 @@ type partitionProxy struct {
 
 func startPartitionProxy(t *testing.T, target string) *partitionProxy {
 	t.Helper()
+	return startProxy(t, target, nil)
+}
+
+// startProxy starts a partitionProxy whose client-to-target copy is upstream (nil: io.Copy).
+func startProxy(t *testing.T, target string, upstream func(dst io.Writer, src io.Reader) error) *partitionProxy {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatalf("proxy: %v", err)
 	}
-	p := &partitionProxy{l: l, target: target, conns: make(map[net.Conn]struct{})}
+	p := &partitionProxy{l: l, target: target, upstream: upstream, conns: make(map[net.Conn]struct{})}
 	go p.serve()
 	t.Cleanup(func() { l.Close(); p.partition() })
 	return p
@@ -62,7 +71,14 @@ func (p *partitionProxy) forward(c net.Conn) {
 	p.conns[c], p.conns[u] = struct{}{}, struct{}{}
 	p.mu.Unlock()
 	done := make(chan struct{}, 2)
-	go func() { _, _ = io.Copy(u, c); done <- struct{}{} }()
+	go func() {
+		if p.upstream != nil {
+			_ = p.upstream(u, c)
+		} else {
+			_, _ = io.Copy(u, c)
+		}
+		done <- struct{}{}
+	}()
 	go func() { _, _ = io.Copy(c, u); done <- struct{}{} }()
 	<-done
 	c.Close()

@@ -56,12 +56,6 @@ func TestSecondRelayWithoutLeaderElectionExitsNonZeroLosingNothing(t *testing.T)
 	}
 	f.requireRunning(survivor)
 
-	msgs, final := f.settle(g, tw)
-	truth, relists := tw.snapshot()
-	if relists > 0 {
-		t.Fatalf("the ground-truth watch lost history %d times (410): no strict check possible", relists)
-	}
-	f.check(msgs, final, truth, g.uids())
-	f.logRelays()
+	f.checkTruth(g, tw)
 	survivor.stop(t)
 }

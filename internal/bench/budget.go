@@ -185,7 +185,7 @@ func (e *Env) budgetOnce(ctx context.Context, what, resource, namespace string, 
 				res = secretResource
 			}
 			key := relay.CheckpointKey(relay.SourceConfig{Cluster: nm.cluster, Resource: res, Namespace: namespace})
-			done, err = e.waitKey(ctx, nm, key, c.failed)
+			done, err = e.waitKey(ctx, nm, key, "", c.failed)
 		}
 		if err != nil {
 			run.Err = err.Error()
@@ -205,23 +205,6 @@ func (e *Env) budgetOnce(ctx context.Context, what, resource, namespace string, 
 		run.Err = err.Error()
 	}
 	return run
-}
-
-// waitKey waits until the checkpoint under key is written.
-func (e *Env) waitKey(ctx context.Context, n names, key string, failed func() error) (time.Time, error) {
-	for {
-		if rv, err := e.checkpoint(ctx, n, key); err == nil && rv != "" {
-			return time.Now(), nil
-		}
-		if err := failed(); err != nil {
-			return time.Time{}, err
-		}
-		select {
-		case <-ctx.Done():
-			return time.Time{}, fmt.Errorf("checkpoint %s not written: %w", key, context.Cause(ctx))
-		case <-time.After(pollInterval):
-		}
-	}
 }
 
 // line returns the first logged line containing substr, "" when there is none.

@@ -328,7 +328,11 @@ func (e *Env) waitStream(ctx context.Context, stream string, want uint64, failed
 // waitCheckpoint polls the relay's checkpoint until it is at least minRV ("" accepts any)
 // and returns when that was first seen.
 func (e *Env) waitCheckpoint(ctx context.Context, n names, namespace, minRV string, failed func() error) (time.Time, error) {
-	key := checkpointKey(n.cluster, namespace)
+	return e.waitKey(ctx, n, checkpointKey(n.cluster, namespace), minRV, failed)
+}
+
+// waitKey waits until the checkpoint under key is written and at least minRV ("" for any).
+func (e *Env) waitKey(ctx context.Context, n names, key, minRV string, failed func() error) (time.Time, error) {
 	var last string
 	for {
 		if rv, err := e.checkpoint(ctx, n, key); err == nil {

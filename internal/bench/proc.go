@@ -124,16 +124,7 @@ func (c *child) failed() error {
 }
 
 // saw reports whether a line containing substr was logged.
-func (c *child) saw(substr string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, l := range c.lines {
-		if strings.Contains(l, substr) {
-			return true
-		}
-	}
-	return false
-}
+func (c *child) saw(substr string) bool { return c.line(substr) != "" }
 
 // waitLine waits until a line containing substr is logged.
 func (c *child) waitLine(ctx context.Context, substr string) error {
