@@ -14,15 +14,18 @@ import (
 // whitespace, CR or LF that nats.go trims from header values or rewrites, nor a byte
 // another NATS client may not read as ASCII. DecodeHeaderValue reverses it.
 func EncodeHeaderValue(value string) string {
-	return percentEncode(value, headerEscaped)
+	return escapeBytes(value, '%', &headerEscapedSet)
 }
 
-// percentEncode writes every byte of s that escaped reports as "%XX" with upper-case hex
-// digits and copies every other byte; s itself when nothing is escaped.
-func percentEncode(s string, escaped func(byte) bool) string {
+// escapeBytes writes every byte of s in escaped as the escape byte esc followed by two
+// upper-case hex digits, and copies every other byte; s itself when nothing is escaped. It is
+// the one encoder behind subject tokens (EncodeToken), key tokens (EncodeKeyToken), header
+// values (EncodeHeaderValue) and URI segments (escapeURISegment). escaped is a table rather
+// than a function: a call per byte would double the cost of encoding a plain name.
+func escapeBytes(s string, esc byte, escaped *byteSet) string {
 	n := 0
 	for i := 0; i < len(s); i++ {
-		if escaped(s[i]) {
+		if escaped[s[i]] {
 			n++
 		}
 	}
@@ -33,11 +36,11 @@ func percentEncode(s string, escaped func(byte) bool) string {
 	b.Grow(len(s) + 2*n)
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		if !escaped(c) {
+		if !escaped[c] {
 			b.WriteByte(c)
 			continue
 		}
-		b.WriteByte('%')
+		b.WriteByte(esc)
 		b.WriteByte(upperHex[c>>4])
 		b.WriteByte(upperHex[c&0x0F])
 	}
@@ -76,6 +79,21 @@ func DecodeHeaderValue(s string) (string, error) {
 	}
 	return string(b), nil
 }
+
+// byteSet is a set of bytes: the bytes an encoder escapes.
+type byteSet [256]bool
+
+// newByteSet returns the set of bytes for which in reports true.
+func newByteSet(in func(byte) bool) byteSet {
+	var s byteSet
+	for c := range s {
+		s[c] = in(byte(c))
+	}
+	return s
+}
+
+// headerEscapedSet is the set of bytes EncodeHeaderValue escapes.
+var headerEscapedSet = newByteSet(headerEscaped)
 
 // headerEscaped reports whether EncodeHeaderValue escapes c.
 func headerEscaped(c byte) bool {

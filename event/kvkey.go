@@ -12,21 +12,13 @@ func EncodeKeyToken(s string) string {
 	if s == "" {
 		return "="
 	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' {
-			b.WriteByte(c)
-			continue
-		}
-		b.WriteByte('=')
-		b.WriteByte(hexUpper[c>>4])
-		b.WriteByte(hexUpper[c&15])
-	}
-	return b.String()
+	return escapeBytes(s, keyEscapeByte, &keyEscaped)
 }
 
-const hexUpper = "0123456789ABCDEF"
+// keyEscaped is the set of bytes EncodeKeyToken escapes: every byte outside [A-Za-z0-9_-].
+var keyEscaped = newByteSet(func(c byte) bool {
+	return !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_')
+})
 
 // DecodeKeyToken reverses EncodeKeyToken. A token in the hashed form (IsHashedKeyToken)
 // cannot be reversed: the error wraps ErrInvalidToken.
@@ -46,8 +38,9 @@ func DecodeKeyToken(tok string) (string, error) {
 		if i+2 >= len(tok) {
 			return "", fmt.Errorf("decode key token %q: truncated escape: %w", tok, ErrInvalidToken)
 		}
-		hi, lo := strings.IndexByte(hexUpper, tok[i+1]), strings.IndexByte(hexUpper, tok[i+2])
-		if hi < 0 || lo < 0 {
+		hi, okHi := unhex(tok[i+1])
+		lo, okLo := unhex(tok[i+2])
+		if !okHi || !okLo {
 			return "", fmt.Errorf("decode key token %q: bad escape: %w", tok, ErrInvalidToken)
 		}
 		b.WriteByte(byte(hi<<4 | lo))

@@ -2,13 +2,16 @@ package event
 
 import (
 	"regexp"
+	"strings"
 	"testing"
 )
 
 var kvKeyRe = regexp.MustCompile(`^[-/_=a-zA-Z0-9]+(\.[-/_=a-zA-Z0-9]+)*$`)
 
 func FuzzKeyTokenRoundTrip(f *testing.F) {
-	for _, s := range []string{"", "=", "a.b", "system:controller:x", "kube-root-ca.crt", "日本", "=41"} {
+	for _, s := range []string{"", "=", "a.b", "system:controller:x", "kube-root-ca.crt", "日本", "=41",
+		strings.Repeat("k", MaxKeyTokenLen), strings.Repeat("k", MaxKeyTokenLen+1), strings.Repeat(".", MaxKeyTokenLen/3+1),
+		"\xff\x00 \r\n"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -19,6 +22,13 @@ func FuzzKeyTokenRoundTrip(f *testing.F) {
 		got, err := DecodeKeyToken(tok)
 		if err != nil || got != s {
 			t.Fatalf("DecodeKeyToken(EncodeKeyToken(%q)) = %q, %v", s, got, err)
+		}
+		bounded := KeyToken(s)
+		if len(bounded) > MaxKeyTokenLen || !kvKeyRe.MatchString(bounded) {
+			t.Fatalf("KeyToken(%q) = %q (%d bytes): want a key token of at most %d bytes", s, bounded, len(bounded), MaxKeyTokenLen)
+		}
+		if hashed := IsHashedKeyToken(bounded); hashed != (len(tok) > MaxKeyTokenLen) || !hashed && bounded != tok {
+			t.Fatalf("KeyToken(%q) = %q: want EncodeKeyToken's %d bytes in full up to %d, hashed beyond", s, bounded, len(tok), MaxKeyTokenLen)
 		}
 	})
 }

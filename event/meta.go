@@ -406,8 +406,11 @@ func badHeader(name, got, want string) error {
 // unreserved characters A-Z a-z 0-9 "-" "." "_" "~", so that the result is
 // valid both as a URI host (reg-name) and as a path segment.
 func escapeURISegment(s string) string {
-	return percentEncode(s, func(c byte) bool { return !isUnreserved(c) })
+	return escapeBytes(s, '%', &uriEscaped)
 }
+
+// uriEscaped is the set of bytes escapeURISegment escapes: every byte not unreserved.
+var uriEscaped = newByteSet(func(c byte) bool { return !isUnreserved(c) })
 
 // isUnreserved reports whether c is an RFC 3986 unreserved character.
 func isUnreserved(c byte) bool {

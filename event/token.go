@@ -36,29 +36,11 @@ func EncodeToken(s string) string {
 	if s == "" {
 		return emptyToken
 	}
-	escapes := 0
-	for i := 0; i < len(s); i++ {
-		if !safeByte(s[i]) {
-			escapes++
-		}
-	}
-	if escapes == 0 {
-		return s
-	}
-	var b strings.Builder
-	b.Grow(len(s) + escapes*(escapeLen-1))
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if safeByte(c) {
-			b.WriteByte(c)
-			continue
-		}
-		b.WriteByte(escapeByte)
-		b.WriteByte(upperHex[c>>4])
-		b.WriteByte(upperHex[c&0x0F])
-	}
-	return b.String()
+	return escapeBytes(s, escapeByte, &tokenEscaped)
 }
+
+// tokenEscaped is the set of bytes EncodeToken escapes: every byte that is not safe.
+var tokenEscaped = newByteSet(func(c byte) bool { return !safeByte(c) })
 
 // DecodeToken returns the value EncodeToken wrote as tok. It accepts only
 // canonical tokens, so that EncodeToken(DecodeToken(tok)) == tok whenever
