@@ -64,16 +64,4 @@ func smallestCheckpoint() int {
 }
 
 // msgSize is the size JetStream compares with max_msg_size: the encoded headers and the data.
-func msgSize(m *nats.Msg) int {
-	n := len(m.Data)
-	if len(m.Header) == 0 {
-		return n
-	}
-	n += len("NATS/1.0\r\n\r\n")
-	for k, vs := range m.Header {
-		for _, v := range vs {
-			n += len(k) + len(": \r\n") + len(v)
-		}
-	}
-	return n
-}
+func msgSize(m *nats.Msg) int { return len(m.Data) + event.HeaderSize(m.Header) }

@@ -105,3 +105,19 @@ const (
 	// (null when the relay did not know the previous state).
 	PayloadObjectAndPatch = "object+patch"
 )
+
+// HeaderSize returns the bytes h takes on the wire, as nats-server counts them against
+// max_payload and JetStream against max_msg_size: the "NATS/1.0" status line, one
+// "key: value" line per value, and the blank line that ends the block; 0 for no headers.
+func HeaderSize(h nats.Header) int {
+	if len(h) == 0 {
+		return 0
+	}
+	n := len("NATS/1.0\r\n\r\n")
+	for k, vs := range h {
+		for _, v := range vs {
+			n += len(k) + len(": \r\n") + len(v)
+		}
+	}
+	return n
+}

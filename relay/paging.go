@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/kube-nats-relay/kube-nats-relay/event"
 )
 
 const (
@@ -104,7 +106,7 @@ func (it *item) size() int64 {
 	var n int64
 	for _, m := range [...]*nats.Msg{it.mirror, it.msg, it.index} {
 		if m != nil {
-			n += int64(len(m.Subject) + len(m.Data) + headerSize(m.Header))
+			n += int64(len(m.Subject) + len(m.Data) + event.HeaderSize(m.Header))
 		}
 	}
 	if n == 0 {

@@ -135,7 +135,7 @@ func fitsControlLine(msg *nats.Msg) bool {
 	}
 	hdr := 0
 	if len(msg.Header) > 0 {
-		hdr = headerSize(msg.Header)
+		hdr = event.HeaderSize(msg.Header)
 	}
 	n := len(msg.Subject) + 1 + asyncReplyMax + 1 + len(strconv.Itoa(hdr)) + 1 + len(strconv.Itoa(hdr+len(msg.Data)))
 	return n <= maxControlLine

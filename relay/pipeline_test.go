@@ -478,7 +478,7 @@ func TestPipelineNeverSendsAControlLineTheServerRefuses(t *testing.T) {
 func TestFitsControlLineCountsSubjectReplyAndSizes(t *testing.T) {
 	h := nats.Header{"k": {"v"}}
 	// The arguments: subject, reply (asyncReplyMax), header size, total size, three spaces.
-	room := maxControlLine - asyncReplyMax - 3 - len(strconv.Itoa(headerSize(h)))*2
+	room := maxControlLine - asyncReplyMax - 3 - len(strconv.Itoa(event.HeaderSize(h)))*2
 	if !fitsControlLine(&nats.Msg{Subject: strings.Repeat("s", room), Header: h}) {
 		t.Errorf("a subject of %d bytes: got refused, want it to fit", room)
 	}

@@ -451,7 +451,7 @@ func (s *Source) message(meta event.Meta, shaped, old map[string]any, body []byt
 		// An object decoded from JSON always encodes again; keep the event without body.
 		msg.Header.Set(event.HeaderBodyOmitted, event.EncodeHeaderValue("encode: "+err.Error()))
 		omitted = true
-	case s.cfg.MaxPayload > 0 && len(body)+headerSize(msg.Header)+len(msg.Subject) > s.cfg.MaxPayload:
+	case s.cfg.MaxPayload > 0 && len(body)+event.HeaderSize(msg.Header)+len(msg.Subject) > s.cfg.MaxPayload:
 		msg.Header.Del(event.HeaderPayload)
 		msg.Header.Del(event.HeaderRedacted)
 		msg.Header.Set(event.HeaderBodyOmitted, event.BodyOmittedOversize)
@@ -505,16 +505,6 @@ func (s *Source) tombstone(key string, prev entry) *unstructured.Unstructured {
 	obj.SetUID(types.UID(prev.UID))
 	obj.SetResourceVersion(prev.ResourceVersion)
 	return obj
-}
-
-func headerSize(h nats.Header) int {
-	n := len("NATS/1.0\r\n\r\n")
-	for k, vs := range h {
-		for _, v := range vs {
-			n += len(k) + len(v) + 4
-		}
-	}
-	return n
 }
 
 // checkpointSaver writes the latest acked resourceVersion: at most once per interval, at once

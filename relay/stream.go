@@ -117,7 +117,7 @@ func smallestEvent(cfg StreamConfig) int {
 		// The reference a stream refusal leads to; "oversize" is shorter, but only an
 		// object over max_payload gets it.
 		h.Set(event.HeaderBodyOmitted, event.BodyOmittedStreamLimit)
-		if n := headerSize(h); i == 0 || n < floor {
+		if n := event.HeaderSize(h); i == 0 || n < floor {
 			floor = n
 		}
 	}

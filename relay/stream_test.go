@@ -52,7 +52,7 @@ func TestSmallestEventIsAFloorOfRealReferences(t *testing.T) {
 			Type: event.Deleted, Origin: event.Relist, Time: time.Now()}
 		h := meta.Header()
 		h.Set(event.HeaderBodyOmitted, event.BodyOmittedStreamLimit)
-		if got := headerSize(h); got < floor {
+		if got := event.HeaderSize(h); got < floor {
 			t.Errorf("%s: a reference of %d bytes is below the floor %d", r, got, floor)
 		}
 	}
@@ -72,7 +72,7 @@ func TestStreamAtTheFloorTakesTheReferenceOfARefusedEvent(t *testing.T) {
 		Type: event.Added, Origin: event.Live, Time: time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)}
 	msg := &nats.Msg{Subject: meta.Subject("kube").String(), Header: meta.Header(), Data: []byte(`{"kind":"ClusterRole"}`)}
 	omitBody(msg, event.BodyOmittedStreamLimit)
-	if got := headerSize(msg.Header) + len(msg.Data); got > floor {
+	if got := event.HeaderSize(msg.Header) + len(msg.Data); got > floor {
 		t.Errorf("reference after a stream refusal: got %d bytes, want at most the floor %d", got, floor)
 	}
 }

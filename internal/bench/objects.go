@@ -211,13 +211,7 @@ func messages(objs []unstructured.Unstructured, cluster string, t event.Type, or
 
 // msgSize is a message's size on the wire as NATS counts it against max_payload.
 func msgSize(m *nats.Msg) int {
-	n := len(m.Subject) + len(m.Data) + len("NATS/1.0\r\n\r\n")
-	for k, vs := range m.Header {
-		for _, v := range vs {
-			n += len(k) + len(v) + 4
-		}
-	}
-	return n
+	return len(m.Subject) + len(m.Data) + event.HeaderSize(m.Header)
 }
 
 // checkpointRV reads the resourceVersion out of a checkpoint value.
