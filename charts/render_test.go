@@ -21,13 +21,13 @@ const (
 
 func TestTemplateDefaults(t *testing.T) {
 	r := render(t, releaseNS, nil, nil)
-	checkRBAC(t, r, rbacWant{cluster: listWatch("/configmaps", "apps/deployments")})
+	checkRBAC(t, r, rbacWant{cluster: listWatch("apps/deployments")})
 	d := r.deployment(t)
 	if *d.Spec.Replicas != 1 || d.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
 		t.Errorf("replicas %d, strategy %s; want 1 and Recreate (never two relays without leader election)", *d.Spec.Replicas, d.Spec.Strategy.Type)
 	}
 	checkEnv(t, d, map[string]string{
-		"RELAY_RESOURCES":             "deployments.apps,configmaps",
+		"RELAY_RESOURCES":             "deployments.apps", // Deployments only: no ConfigMap contents by default
 		"NATS_URL":                    "nats://nats:4222",
 		"RELAY_HTTP_ADDR":             ":8080",
 		"RELAY_LEADER_ELECT":          "false",
@@ -109,7 +109,7 @@ func TestTemplateReplicasTurnOnLeaderElection(t *testing.T) {
 	checkFieldRef(t, env, "RELAY_LEADER_ELECTION_NAMESPACE", "metadata.namespace")
 	checkFieldRef(t, env, "RELAY_IDENTITY", "metadata.name")
 	checkRBAC(t, r, rbacWant{
-		cluster: listWatch("/configmaps", "apps/deployments"),
+		cluster: listWatch("apps/deployments"),
 		leaseNS: releaseNS, lease: fullname,
 	})
 
@@ -120,7 +120,7 @@ func TestTemplateReplicasTurnOnLeaderElection(t *testing.T) {
 		"RELAY_LEADER_ELECTION_NAMESPACE": "leases",
 		"RELAY_LEASE_DURATION":            "20s",
 	})
-	checkRBAC(t, r, rbacWant{cluster: listWatch("/configmaps", "apps/deployments"), leaseNS: "leases", lease: "my-lease"})
+	checkRBAC(t, r, rbacWant{cluster: listWatch("apps/deployments"), leaseNS: "leases", lease: "my-lease"})
 
 	// One replica with leader election asked for explicitly.
 	r = render(t, releaseNS, nil, []string{"leaderElection.enabled=true"})
@@ -194,7 +194,7 @@ func TestTemplateNamespaceSelector(t *testing.T) {
 	// The selector applies within the listed namespaces: Roles there, plus namespaces to
 	// follow their labels.
 	checkRBAC(t, r, rbacWant{cluster: listWatch("/namespaces"), namespaced: map[string][]string{
-		"team-a": listWatch("/configmaps", "apps/deployments")}})
+		"team-a": listWatch("apps/deployments")}})
 }
 
 func TestTemplateServiceMonitor(t *testing.T) {
@@ -226,7 +226,7 @@ func TestTemplateServiceMonitor(t *testing.T) {
 func TestTemplateNATSFromExistingSecret(t *testing.T) {
 	r := render(t, releaseNS, []string{"nats-secret.yaml"}, nil)
 	d := r.deployment(t)
-	env := checkEnv(t, d, map[string]string{
+	checkEnv(t, d, map[string]string{
 		"NATS_URL":            "tls://nats-0.nats:4222,tls://nats-1.nats:4222",
 		"RELAY_NATS_CREDS":    "/etc/kube-nats-relay/nats-auth/relay.creds",
 		"RELAY_NATS_TLS_CA":   "/etc/kube-nats-relay/nats-tls/ca.crt",
@@ -235,8 +235,10 @@ func TestTemplateNATSFromExistingSecret(t *testing.T) {
 		"RELAY_NATS_TOKEN":    "",
 		"RELAY_NATS_NKEY":     "",
 	})
+	// User and password instead of the creds file: from the Secret, never in the manifest.
+	userEnv := envOf(t, render(t, releaseNS, []string{"nats-secret.yaml"}, []string{"nats.auth.credsKey=", "nats.auth.userKey=user", "nats.auth.passwordKey=password"}).deployment(t))
 	for name, key := range map[string]string{"RELAY_NATS_USER": "user", "RELAY_NATS_PASSWORD": "password"} {
-		e := env[name]
+		e := userEnv[name]
 		if e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil || e.ValueFrom.SecretKeyRef.Name != "nats-relay-auth" || e.ValueFrom.SecretKeyRef.Key != key || e.Value != "" {
 			t.Errorf("env %s = %+v, want it from Secret nats-relay-auth key %s", name, e, key)
 		}

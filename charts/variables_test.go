@@ -87,14 +87,18 @@ func TestEveryRelayVariableIsInTheChart(t *testing.T) {
 		}
 	}
 
-	// Every structured value set: external NATS (all.yaml) and embedded NATS.
+	// Every structured value set: external NATS (all.yaml), each other NATS authentication
+	// method in turn (the relay takes one), and embedded NATS.
 	set := map[string]bool{}
-	for _, files := range [][]string{{"all.yaml"}, {"all.yaml", "embedded.yaml"}} {
-		sets := []string{}
-		if len(files) == 2 {
-			sets = []string{"replicaCount=1", "leaderElection.enabled=auto"}
-		}
-		for name := range envOf(t, render(t, releaseNS, files, sets).deployment(t)) {
+	noUser := []string{"nats.auth.userKey=", "nats.auth.passwordKey="}
+	for _, c := range []struct{ files, sets []string }{
+		{[]string{"all.yaml"}, nil},
+		{[]string{"all.yaml"}, append(noUser, "nats.auth.tokenKey=token")},
+		{[]string{"all.yaml"}, append(noUser, "nats.auth.credsKey=creds")},
+		{[]string{"all.yaml"}, append(noUser, "nats.auth.nkeyKey=nkey")},
+		{[]string{"all.yaml", "embedded.yaml"}, []string{"replicaCount=1", "leaderElection.enabled=auto", "relay.streamReplicas=1"}},
+	} {
+		for name := range envOf(t, render(t, releaseNS, c.files, c.sets).deployment(t)) {
 			set[name] = true
 		}
 	}
