@@ -1,0 +1,88 @@
+package charts_test
+
+import (
+	"bufio"
+	"context"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kube-nats-relay/kube-nats-relay/internal/relaytest"
+)
+
+// notes returns the release notes helm prints for an install with these values (a client-side
+// dry run against the test apiserver).
+func notes(t *testing.T, ns string, files, sets []string) string {
+	t.Helper()
+	args := append([]string{"install", "relay", chartDir, "--dry-run=client", "--kubeconfig", env.Kube.KubeconfigPath(), "--namespace", ns}, helmArgs(files, sets)...)
+	out, err := run(t, tool(t, "helm"), args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, n, ok := strings.Cut(out, "NOTES:")
+	if !ok {
+		t.Fatalf("helm install printed no NOTES:\n%s", out)
+	}
+	return n
+}
+
+// TestNotesTailFollowsTheReleasesStream runs the `relay tail` command the release notes
+// suggest, against a relay configured by the chart with its own stream, subject prefix and
+// cluster: it prints the release's events.
+func TestNotesTailFollowsTheReleasesStream(t *testing.T) {
+	cs := kubeClient(t)
+	name := relaytest.Name(t)
+	ensureNamespace(t, cs, name)
+	sets := []string{"relay.resources={configmaps}", "relay.namespaces={" + name + "}", "relay.stream=" + strings.ToUpper(name) + "-NOTES",
+		"relay.subjectPrefix=notes.k8s", "relay.cluster=" + name}
+	n := notes(t, name, nil, sets)
+	m := regexp.MustCompile(`(?m)exec deploy/\S+ -- /relay tail (.*)$`).FindStringSubmatch(n)
+	if m == nil {
+		t.Fatalf("the notes suggest no relay tail command:\n%s", n)
+	}
+	var args []string
+	for _, a := range strings.Fields(m[1]) {
+		args = append(args, strings.Trim(a, `"`))
+	}
+	for _, want := range []string{"--stream " + strings.ToUpper(name) + "-NOTES", "--prefix notes.k8s", "--cluster " + name} {
+		if !strings.Contains(strings.Join(args, " "), want) {
+			t.Errorf("the notes' tail command %q lacks %s", m[1], want)
+		}
+	}
+
+	r := render(t, name, nil, sets)
+	vars := chartVars(t, r, name, env.Kube.KubeconfigPath())
+	p := relaytest.Start(t, relayBin, vars)
+	p.WaitWatching(t, relaytest.JetStream(t, env), vars["RELAY_CHECKPOINT_BUCKET"], 1)
+	if _, err := cs.CoreV1().ConfigMaps(name).Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "tailed"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	// The notes' command, from the start of the stream, against the test bed's NATS (in the
+	// pod NATS_URL says where it is).
+	ctx, cancel := context.WithTimeout(context.Background(), eventTimeout)
+	defer cancel()
+	tail := exec.CommandContext(ctx, relayBin, append([]string{"tail", "--all", "--server", env.NATS.URL()}, args...)...)
+	stdout, err := tail.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tail.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tail.Process.Kill(); _ = tail.Wait() })
+	sc := bufio.NewScanner(stdout)
+	var seen []string
+	for sc.Scan() {
+		seen = append(seen, sc.Text())
+		if strings.Contains(sc.Text(), "tailed") {
+			p.Stop(t)
+			return
+		}
+	}
+	t.Fatalf("relay tail %v printed no event of ConfigMap %s/tailed before %v; it printed:\n%s", args, name, ctx.Err(), strings.Join(seen, "\n"))
+}
