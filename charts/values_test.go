@@ -35,9 +35,11 @@ type relayRange struct {
 	schemaProp map[string]any
 }
 
-// helpRanges reads the RANGE column of `relay --help`, which prints cmd/relay's configRanges,
-// and finds for each variable the chart value whose schema description names it.
-func helpRanges(t *testing.T) []relayRange {
+// helpRow is one variable of `relay --help`.
+type helpRow struct{ typ, def, rng string }
+
+// helpTable reads `relay --help`: each variable's TYPE, DEFAULT and RANGE ("-" for none).
+func helpTable(t *testing.T) map[string]helpRow {
 	t.Helper()
 	out, err := exec.Command(relayBin, "--help").CombinedOutput()
 	if err != nil {
@@ -62,34 +64,82 @@ func helpRanges(t *testing.T) []relayRange {
 		}
 		return strings.TrimSpace(l[a:b])
 	}
+	rows := map[string]helpRow{}
+	for _, l := range lines[header+1:] {
+		if key := col(l, "KEY", "TYPE"); key != "" {
+			rows[key] = helpRow{typ: col(l, "TYPE", "DEFAULT"), def: col(l, "DEFAULT", "RANGE"), rng: col(l, "RANGE", "DESCRIPTION")}
+		}
+	}
+	return rows
+}
+
+// helpRanges returns the variables of `relay --help` with a RANGE, which prints cmd/relay's
+// configRanges, each with the chart value whose schema description names it.
+func helpRanges(t *testing.T) []relayRange {
+	t.Helper()
 	schema := map[string]any{}
 	if err := json.Unmarshal(mustRead(t, filepath.Join(chartDir, "values.schema.json")), &schema); err != nil {
 		t.Fatal(err)
 	}
 	rangeRe := regexp.MustCompile(`^(0 \(\w+\) or )?(\S+) to (\S+)$`)
-	var out2 []relayRange
-	for _, l := range lines[header+1:] {
-		key := col(l, "KEY", "TYPE")
-		rng := col(l, "RANGE", "DESCRIPTION")
-		if key == "" || rng == "-" || rng == "" {
+	var ranges []relayRange
+	for key, row := range helpTable(t) {
+		if row.rng == "-" || row.rng == "" {
 			continue
 		}
-		m := rangeRe.FindStringSubmatch(rng)
+		m := rangeRe.FindStringSubmatch(row.rng)
 		if m == nil {
-			t.Fatalf("relay --help: range %q of %s: not \"min to max\"", rng, key)
+			t.Fatalf("relay --help: range %q of %s: not \"min to max\"", row.rng, key)
 		}
-		r := relayRange{name: key, typ: col(l, "TYPE", "DEFAULT"), min: m[2], max: m[3], zero: m[1] != ""}
+		r := relayRange{name: key, typ: row.typ, min: m[2], max: m[3], zero: m[1] != ""}
 		r.valuePath, r.schemaProp = schemaValueOf(schema, "", key)
 		if r.valuePath == "" {
 			t.Errorf("no value in values.schema.json names %s in its description", key)
 			continue
 		}
-		out2 = append(out2, r)
+		ranges = append(ranges, r)
 	}
-	if len(out2) < 10 {
-		t.Fatalf("found %d ranges in relay --help, want the relay's dozen:\n%s", len(out2), out)
+	if len(ranges) < 10 {
+		t.Fatalf("found %d ranges in relay --help, want the relay's dozen", len(ranges))
 	}
-	return out2
+	slices.SortFunc(ranges, func(a, b relayRange) int { return strings.Compare(a.name, b.name) })
+	return ranges
+}
+
+// TestChartRangeTableIsTheRelays compares the chart's own table of the relay's ranges and
+// defaults (kube-nats-relay.relayRanges in templates/_validate.tpl, which the render checks
+// use) with relay --help: every ranged variable is in it, with the relay's bounds, and the
+// defaults the rules between values count with are the relay's.
+func TestChartRangeTableIsTheRelays(t *testing.T) {
+	tpl := string(mustRead(t, filepath.Join(chartDir, "templates", "_validate.tpl")))
+	_, body, ok := strings.Cut(tpl, `define "kube-nats-relay.relayRanges" -}}`)
+	if !ok {
+		t.Fatal("templates/_validate.tpl defines no kube-nats-relay.relayRanges")
+	}
+	body, _, _ = strings.Cut(body, "{{- end }}")
+	var table map[string]struct {
+		Value, Type, Min, Max, Zero, Default string
+	}
+	if err := yaml.Unmarshal([]byte(body), &table); err != nil {
+		t.Fatalf("kube-nats-relay.relayRanges: %v", err)
+	}
+	help := helpTable(t)
+	for _, r := range helpRanges(t) {
+		e, ok := table[r.name]
+		switch {
+		case !ok:
+			t.Errorf("kube-nats-relay.relayRanges lacks %s (%s)", r.name, help[r.name].rng)
+		case e.Min != r.min || e.Max != r.max || (e.Zero != "") != r.zero:
+			t.Errorf("kube-nats-relay.relayRanges bounds %s by %s to %s (zero %q), the relay by %s", r.name, e.Min, e.Max, e.Zero, help[r.name].rng)
+		case e.Value != r.valuePath:
+			t.Errorf("kube-nats-relay.relayRanges says %s is set by %s, values.schema.json by %s", r.name, e.Value, r.valuePath)
+		case e.Default != "" && e.Default != help[r.name].def:
+			t.Errorf("kube-nats-relay.relayRanges counts %s with default %s, the relay's is %s", r.name, e.Default, help[r.name].def)
+		}
+	}
+	if len(table) != len(helpRanges(t)) {
+		t.Errorf("kube-nats-relay.relayRanges has %d variables, relay --help ranges %d", len(table), len(helpRanges(t)))
+	}
 }
 
 // schemaValueOf returns the path and schema of the property whose description starts with the
