@@ -188,6 +188,10 @@ Arguments: dict "env" the rendered environment "var" name "ranges" the relayRang
 {{- $problems = append $problems (printf "relay.streamReplicas (RELAY_STREAM_REPLICAS) %q: must be 1 with the embedded nats-server (nats.urls is empty)" (get $value "RELAY_STREAM_REPLICAS")) }}
 {{- end }}
 
+{{- if eq (get $value "RELAY_INDEX_BUCKET" | default "kube-relay-index") (get $value "RELAY_CHECKPOINT_BUCKET" | default "kube-relay-checkpoints") }}
+{{- $problems = append $problems (printf "relay.indexBucket (RELAY_INDEX_BUCKET) %q: must differ from relay.checkpointBucket (RELAY_CHECKPOINT_BUCKET)" (get $value "RELAY_INDEX_BUCKET" | default "kube-relay-index")) }}
+{{- end }}
+
 {{- /* NATS URLs: what nats.Connect and the relay accept. */}}
 {{- $plain := false }}
 {{- $websocket := false }}
