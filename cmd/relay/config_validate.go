@@ -59,6 +59,7 @@ func (c Config) validate() (*filter.File, error) {
 	var ps problems
 	c.validateKube(&ps)
 	c.validateNATS(&ps)
+	c.validateEmbedded(&ps)
 	rules := c.validateSelection(&ps)
 	c.validateOutput(&ps)
 	c.validateMemory(&ps)
