@@ -47,11 +47,12 @@ COPY --from=build /rootfs/etc/ /etc/
 COPY --from=build --chown=65532:65532 /rootfs/data /data
 COPY --from=build /relay /relay
 
-# Used only when NATS_URL is empty. The embedded server listens on all interfaces of the
-# container (only containers on its network can reach it unless the port is published);
-# the relay's own default, loopback, would make it unreachable from outside the container.
-ENV RELAY_NATS_DATA_DIR=/data \
-    RELAY_NATS_LISTEN=0.0.0.0:4222
+# Used only when NATS_URL is empty. The embedded server keeps the relay's own default,
+# RELAY_NATS_LISTEN=127.0.0.1:4222: only the relay (and `relay tail` inside the container)
+# reach it. To serve consumers, set RELAY_NATS_LISTEN=0.0.0.0:4222 together with
+# credentials (RELAY_NATS_TOKEN, say), which the embedded server then requires; without
+# them the relay refuses to listen beyond loopback (exit 2).
+ENV RELAY_NATS_DATA_DIR=/data
 VOLUME /data
 EXPOSE 4222
 

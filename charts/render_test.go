@@ -254,19 +254,6 @@ func TestTemplateNATSFromExistingSecret(t *testing.T) {
 	}
 }
 
-func TestTemplateEmbeddedNATS(t *testing.T) {
-	r := render(t, releaseNS, []string{"embedded.yaml"}, nil)
-	d := r.deployment(t)
-	checkEnv(t, d, map[string]string{"NATS_URL": "", "RELAY_NATS_DATA_DIR": "/data", "RELAY_NATS_LISTEN": "0.0.0.0:4222"})
-	if m, v := mount(t, d, "/data"); m.ReadOnly || v.EmptyDir == nil {
-		t.Errorf("data mount %+v from %+v, want a writable emptyDir", m, v)
-	}
-	svc := r.service(t)
-	if len(svc.Spec.Ports) != 2 || svc.Spec.Ports[1].Name != "nats" || svc.Spec.Ports[1].Port != 4222 {
-		t.Errorf("service ports %+v, want http-metrics and nats 4222", svc.Spec.Ports)
-	}
-}
-
 func TestTemplateEnvOverrides(t *testing.T) {
 	r := render(t, releaseNS, nil, []string{"relay.cluster=prod", "env.RELAY_CLUSTER=staging", "env.RELAY_LOG_LEVEL=debug"})
 	checkEnv(t, r.deployment(t), map[string]string{"RELAY_CLUSTER": "staging", "RELAY_LOG_LEVEL": "debug"})

@@ -96,7 +96,9 @@ func TestEveryRelayVariableIsInTheChart(t *testing.T) {
 		{[]string{"all.yaml"}, append(noUser, "nats.auth.tokenKey=token")},
 		{[]string{"all.yaml"}, append(noUser, "nats.auth.credsKey=creds")},
 		{[]string{"all.yaml"}, append(noUser, "nats.auth.nkeyKey=nkey")},
-		{[]string{"all.yaml", "embedded.yaml"}, []string{"replicaCount=1", "leaderElection.enabled=auto", "relay.streamReplicas=1"}},
+		{[]string{"all.yaml", "embedded.yaml"}, []string{"replicaCount=1", "leaderElection.enabled=auto", "relay.streamReplicas=1",
+			// The embedded server refuses a credentials file and client TLS: external NATS only.
+			"nats.auth.credsKey=", "nats.tls.existingSecret="}},
 	} {
 		for name := range envOf(t, render(t, releaseNS, c.files, c.sets).deployment(t)) {
 			set[name] = true

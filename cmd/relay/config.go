@@ -46,8 +46,9 @@ type Config struct {
 	// to the working directory so a local run needs no privileges.
 	NATSDataDir string `envconfig:"RELAY_NATS_DATA_DIR" default:"./relay-data" desc:"JetStream storage directory of the embedded nats-server (used only when NATS_URL is empty)"`
 	// NATSListen is where the embedded server accepts clients, so that consumers (and the
-	// nats CLI) can subscribe; loopback by default so nothing is exposed by accident.
-	NATSListen string `envconfig:"RELAY_NATS_LISTEN" default:"127.0.0.1:4222" desc:"host:port the embedded nats-server listens on (used only when NATS_URL is empty)"`
+	// nats CLI) can subscribe; loopback by default so nothing is exposed by accident, and
+	// beyond loopback only with credentials (validateEmbedded).
+	NATSListen string `envconfig:"RELAY_NATS_LISTEN" default:"127.0.0.1:4222" desc:"host:port the embedded nats-server listens on (used only when NATS_URL is empty); beyond loopback only with RELAY_NATS_USER/PASSWORD, TOKEN or NKEY, which it then requires"`
 	// NATSUser and NATSPassword authenticate with a user name and password.
 	NATSUser     string `envconfig:"RELAY_NATS_USER" desc:"NATS user name; requires RELAY_NATS_PASSWORD"`
 	NATSPassword Secret `envconfig:"RELAY_NATS_PASSWORD" desc:"NATS password; requires RELAY_NATS_USER"`

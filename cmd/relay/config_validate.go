@@ -59,6 +59,7 @@ func (c Config) validate() (*filter.File, error) {
 	var ps problems
 	c.validateKube(&ps)
 	c.validateNATS(&ps)
+	c.validateEmbedded(&ps)
 	rules := c.validateSelection(&ps)
 	c.validateOutput(&ps)
 	c.validateMemory(&ps)
@@ -136,9 +137,13 @@ func (c Config) validateNATS(ps *problems) {
 // scheme://[credentials@]host[:port] with scheme nats, tls, ws or wss, not
 // mixing websocket and plain schemes. Credentials in URLs are never printed.
 func (c Config) validateNATSURLs(ps *problems) {
-	const name = "NATS_URL"
+	checkNATSURLs(ps, "NATS_URL", c.NATSURL)
+}
+
+// checkNATSURLs is validateNATSURLs for a list given as name (a variable or a flag).
+func checkNATSURLs(ps *problems, name string, urls CommaList) {
 	var websocket, plain bool
-	for _, item := range checkListEntries(ps, name, c.NATSURL, redactURL) {
+	for _, item := range checkListEntries(ps, name, urls, redactURL) {
 		s := item
 		if !strings.Contains(s, "://") {
 			s = "nats://" + s
@@ -163,7 +168,7 @@ func (c Config) validateNATSURLs(ps *problems) {
 		}
 	}
 	if websocket && plain {
-		ps.add(name, redactURL(c.NATSURL.Raw), "cannot mix websocket (ws, wss) and plain (nats, tls) URLs")
+		ps.add(name, redactURL(urls.Raw), "cannot mix websocket (ws, wss) and plain (nats, tls) URLs")
 	}
 }
 

@@ -2,8 +2,12 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"errors"
 	"fmt"
 	"net"
+	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kube-nats-relay/kube-nats-relay/event"
+	"github.com/kube-nats-relay/kube-nats-relay/internal/testenv"
 )
 
 func TestEmbeddedNATSServerKeepsEventsAndCheckpointsAcrossRestart(t *testing.T) {
@@ -77,5 +82,143 @@ func TestEmbeddedNATSServerKeepsEventsAndCheckpointsAcrossRestart(t *testing.T) 
 	r.stop(t)
 	if len(msgs) != 2 || msgs[1].subject != subject("first", event.Deleted) || msgs[1].meta.Origin != event.Live {
 		t.Fatalf("after restart on the same storage: got\n%s want the earlier ADDED and one live DELETED", describe(msgs))
+	}
+}
+
+// freePort returns a TCP port nothing listens on right now.
+func freePort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	_, port, _ := net.SplitHostPort(l.Addr().String())
+	return port
+}
+
+// embeddedRelayVars configures a relay with an embedded nats-server listening on listen,
+// relaying the ConfigMaps of the test's namespace.
+func embeddedRelayVars(t *testing.T, name, listen string) map[string]string {
+	vars := relayVars(name)
+	delete(vars, "NATS_URL")
+	vars["RELAY_NATS_LISTEN"] = listen
+	vars["RELAY_NATS_DATA_DIR"] = t.TempDir()
+	vars["RELAY_RESOURCES"] = "configmaps"
+	vars["RELAY_NAMESPACES"] = name
+	return vars
+}
+
+// TestEmbeddedServerRequiresTheRelaysCredentials runs the relay with its embedded server on
+// all interfaces and each kind of credentials: the relay relays through it, and a client
+// without credentials or with wrong ones is refused.
+func TestEmbeddedServerRequiresTheRelaysCredentials(t *testing.T) {
+	for _, tc := range []struct {
+		method natsAuthMethod
+		wrong  func(t *testing.T, right testenv.NATSAuth) testenv.NATSAuth
+	}{
+		{authUserPassword, func(_ *testing.T, right testenv.NATSAuth) testenv.NATSAuth {
+			return testenv.UserPasswordAuth(right.User, "wrong-"+rand.Text())
+		}},
+		{authToken, func(*testing.T, testenv.NATSAuth) testenv.NATSAuth { return testenv.TokenAuth("wrong-" + rand.Text()) }},
+		{authNKey, func(t *testing.T, _ testenv.NATSAuth) testenv.NATSAuth { return mustAuth(t, authNKey) }},
+	} {
+		t.Run(tc.method.name, func(t *testing.T) {
+			right := mustAuth(t, tc.method)
+			name := testName(t)
+			cmName := namespaceWithConfigMap(t, name)
+			port := freePort(t)
+			vars := embeddedRelayVars(t, name, "0.0.0.0:"+port)
+			for k, v := range authVars(right) {
+				vars[k] = v
+			}
+			url := "nats://127.0.0.1:" + port
+
+			r := startRelay(t, vars)
+			js := connectEmbedded(t, r, url, right)
+			waitFor(t, js, vars["RELAY_STREAM"], "the configmap's initial sync", func(msgs []received) bool {
+				for _, m := range msgs {
+					if m.meta.Name == cmName {
+						return true
+					}
+				}
+				return false
+			})
+
+			wrongOpts, err := tc.wrong(t, right).ClientOptions()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range []struct {
+				name string
+				opts []nats.Option
+			}{{"without credentials", nil}, {"with wrong credentials", wrongOpts}} {
+				nc, err := nats.Connect(url, append(c.opts, nats.Timeout(natsAuthConnectTimeout))...)
+				if err == nil {
+					nc.Close()
+					t.Errorf("a client %s connected to the embedded server, want it refused", c.name)
+				} else if !strings.Contains(strings.ToLower(err.Error()), "authorization violation") {
+					t.Errorf("a client %s: got %v, want an authorization violation", c.name, err)
+				}
+			}
+			r.stop(t)
+			for _, s := range secretsOf(t, right) {
+				if strings.Contains(r.out.String(), s) {
+					t.Errorf("relay output contains a secret of %s", tc.method.name)
+				}
+			}
+		})
+	}
+}
+
+// connectEmbedded connects to the embedded server of r at url with auth, waiting for it to
+// start.
+func connectEmbedded(t *testing.T, r *relayProc, url string, auth testenv.NATSAuth) jetstream.JetStream {
+	t.Helper()
+	opts, err := auth.ClientOptions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		nc, err := nats.Connect(url, append(opts, nats.Timeout(natsAuthConnectTimeout))...)
+		if err == nil {
+			t.Cleanup(nc.Close)
+			js, err := jetstream.New(nc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return js
+		}
+		select {
+		case <-r.done:
+			t.Fatalf("relay exited (%s) before its embedded server accepted clients", exitStatus(r.err))
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("connect to the embedded server at %s: %v", url, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func TestEmbeddedServerBeyondLoopbackWithoutCredentialsExits2(t *testing.T) {
+	name := testName(t)
+	listen := "0.0.0.0:" + freePort(t)
+	r := startRelay(t, embeddedRelayVars(t, name, listen))
+	select {
+	case <-r.done:
+	case <-time.After(time.Minute):
+		t.Fatalf("relay still running a minute after start, want exit %d", exitConfig)
+	}
+	var exit *exec.ExitError
+	if !errors.As(r.err, &exit) || exit.ExitCode() != exitConfig {
+		t.Fatalf("exit: got %s, want exit status %d\n%s", exitStatus(r.err), exitConfig, r.out.String())
+	}
+	out := r.out.String()
+	for _, want := range []string{`RELAY_NATS_LISTEN="` + listen + `"`, "RELAY_NATS_TOKEN", "RELAY_NATS_USER", "RELAY_NATS_NKEY"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
 	}
 }

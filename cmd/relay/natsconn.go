@@ -88,7 +88,8 @@ func connectNATS(ctx context.Context, cfg Config, lost context.CancelCauseFunc) 
 		}
 		c.embedded = s
 		urls = s.ClientURL()
-		log.Info().Str("url", urls).Str("store_dir", cfg.NATSDataDir).Msg("embedded nats-server started")
+		log.Info().Str("url", urls).Str("store_dir", cfg.NATSDataDir).Str("auth", cfg.natsAuth().embeddedMethod()).
+			Msg("embedded nats-server started")
 	}
 	opts := []nats.Option{
 		nats.Name("kube-nats-relay"),
@@ -199,6 +200,8 @@ func (a natsAuth) options() ([]nats.Option, error) {
 	return opts, nil
 }
 
+// startEmbedded starts the embedded nats-server on RELAY_NATS_LISTEN with JetStream, requiring
+// the relay's configured credentials from every client (see validateEmbedded).
 func startEmbedded(cfg Config) (*server.Server, error) {
 	host, portStr, _ := net.SplitHostPort(cfg.NATSListen) // validated in Config
 	port, _ := strconv.Atoi(portStr)
@@ -214,6 +217,9 @@ func startEmbedded(cfg Config) (*server.Server, error) {
 		StoreDir:   dir,
 		NoSigs:     true,
 		NoLog:      true,
+	}
+	if err := cfg.natsAuth().requireOn(opts); err != nil {
+		return nil, err
 	}
 	s, err := server.NewServer(opts)
 	if err != nil {

@@ -155,6 +155,8 @@ func parseTail(args []string, env tailEnv, now time.Time, stderr io.Writer) (tai
 	fs := flag.NewFlagSet("relay tail", flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors come back as a ConfigError; usage only for -h
 	fs.StringVar(&o.server, "server", server, "NATS server URLs, comma-separated; $NATS_URL when set")
+	// The usage shows the default without the credentials $NATS_URL may carry.
+	fs.Lookup("server").DefValue = redactURL(server)
 	fs.StringVar(&o.stream, "stream", "KUBE", "the relay's stream (RELAY_STREAM)")
 	fs.StringVar(&prefix, "prefix", "kube", "the relay's subject prefix (RELAY_SUBJECT_PREFIX)")
 	fs.StringVar(&o.filter.Cluster, "cluster", "", "only this cluster (RELAY_CLUSTER); empty: every cluster")
@@ -176,16 +178,20 @@ func parseTail(args []string, env tailEnv, now time.Time, stderr io.Writer) (tai
 		if errors.Is(err, flag.ErrHelp) {
 			return tailOptions{}, err // Parse has printed the usage
 		}
-		return tailOptions{}, &ConfigError{Problems: []Problem{{Var: "argument", Value: strings.Join(args, " "),
-			Reason: err.Error() + " (relay tail --help lists the flags)"}}}
+		return tailOptions{}, &ConfigError{Problems: []Problem{{Var: "argument", Value: redactArgs(args),
+			Reason: redactUserinfo(err.Error(), args...) + " (relay tail --help lists the flags)"}}}
 	}
 
 	var ps problems
 	if fs.NArg() > 0 {
-		ps.add("argument", fs.Arg(0), "relay tail takes only flags (relay tail --help lists them)")
+		ps.add("argument", redactURL(fs.Arg(0)), "relay tail takes only flags (relay tail --help lists them)")
 	}
 	if strings.TrimSpace(o.server) == "" {
 		ps.add("--server", o.server, "empty: give the NATS server URL")
+	} else {
+		var urls CommaList
+		_ = urls.Decode(o.server) // never fails
+		checkNATSURLs(&ps, "--server", urls)
 	}
 	if o.stream == "" {
 		ps.add("--stream", o.stream, "empty: give the relay's stream name")
@@ -260,9 +266,44 @@ func connectTail(server string, env tailEnv) (*nats.Conn, error) {
 	opts = append(opts, auth...)
 	nc, err := nats.Connect(server, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("connect to nats %s: %w", redactURL(server), err)
+		// Not wrapped: nats.go's errors may quote the URL, credentials included.
+		return nil, fmt.Errorf("connect to nats %s: %s", redactURL(server), redactUserinfo(err.Error(), server))
 	}
 	return nc, nil
+}
+
+// redactArgs joins a command line for a message, each argument's URL credentials redacted.
+func redactArgs(args []string) string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = redactURL(a)
+	}
+	return strings.Join(out, " ")
+}
+
+// redactUserinfo replaces in text the user information of every URL in urls (each a
+// comma-separated list, as redactURL takes, or an argument such as --server=URL), so that a
+// message quoting one of them, such as url.Parse's, prints no credentials.
+func redactUserinfo(text string, urls ...string) string {
+	for _, list := range urls {
+		for item := range strings.SplitSeq(list, ",") {
+			if _, value, ok := strings.Cut(item, "="); ok && strings.HasPrefix(item, "-") {
+				item = value // --flag=URL
+			}
+			at := strings.LastIndex(item, "@")
+			if at < 0 {
+				continue
+			}
+			start := 0
+			if scheme, _, ok := strings.Cut(item, "://"); ok && !strings.Contains(scheme, "@") {
+				start = len(scheme) + len("://")
+			}
+			if userinfo := item[start : at+1]; userinfo != "@" {
+				text = strings.ReplaceAll(text, userinfo, redacted+"@")
+			}
+		}
+	}
+	return text
 }
 
 // tailPrinter writes events as aligned lines, or as JSON objects.

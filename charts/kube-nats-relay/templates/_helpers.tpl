@@ -288,7 +288,7 @@ writes it: digits, an optional fraction and a suffix (Ki Mi Gi Ti Pi Ei, k M G T
 {{- end }}
 {{- if not $v.nats.urls }}
 {{- $_ := set $env "RELAY_NATS_DATA_DIR" (dict "name" "RELAY_NATS_DATA_DIR" "value" (include "kube-nats-relay.dataDir" .)) }}
-{{- $_ := set $env "RELAY_NATS_LISTEN" (dict "name" "RELAY_NATS_LISTEN" "value" $v.nats.embedded.listen) }}
+{{- $_ := set $env "RELAY_NATS_LISTEN" (dict "name" "RELAY_NATS_LISTEN" "value" (include "kube-nats-relay.embeddedListen" .)) }}
 {{- end }}
 {{- with $v.nats.auth }}
 {{- if .existingSecret }}

@@ -1,0 +1,128 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nkeys"
+)
+
+// The embedded nats-server (NATS_URL empty) holds everything a relay writes: the events, the
+// checkpoints and the object index. A client that can reach it unauthenticated can read every
+// event, publish forged ones, move checkpoints and purge index keys, so that later relists
+// miss deletes. Hence:
+//   - configured credentials are required by the embedded server itself, not only presented
+//     by the relay's client: user and password, token, or the public key of the NKey seed;
+//   - credentials it cannot verify on its own are refused: a JWT credentials file needs the
+//     operator and account JWTs that issued it;
+//   - the RELAY_NATS_TLS_* files are the relay's client side of TLS to an external NATS; the
+//     embedded server serves no TLS, so they are refused rather than silently meaningless;
+//   - it listens beyond loopback only when it requires credentials.
+
+// embeddedAuthVars names the variables that make the embedded server require credentials,
+// for messages that say how to add authentication.
+const embeddedAuthVars = "RELAY_NATS_USER and RELAY_NATS_PASSWORD, RELAY_NATS_TOKEN or RELAY_NATS_NKEY"
+
+// validateEmbedded reports settings the embedded nats-server cannot honour, and a listen
+// address beyond loopback without credentials. It checks nothing when NATS_URL is set.
+func (c Config) validateEmbedded(ps *problems) {
+	if !c.EmbeddedNATS() {
+		return
+	}
+	if c.NATSCreds != "" {
+		ps.add("RELAY_NATS_CREDS", c.NATSCreds, "the embedded nats-server (NATS_URL empty) cannot verify a JWT credentials file "+
+			"without the operator and account that issued it: use "+embeddedAuthVars+", or set NATS_URL")
+	}
+	for _, v := range []struct{ name, value string }{
+		{"RELAY_NATS_TLS_CA", c.NATSTLSCA},
+		{"RELAY_NATS_TLS_CERT", c.NATSTLSCert},
+		{"RELAY_NATS_TLS_KEY", c.NATSTLSKey},
+	} {
+		if v.value != "" {
+			ps.add(v.name, v.value, "client TLS to an external NATS: the embedded nats-server (NATS_URL empty) serves no TLS; "+
+				"unset it, or run a nats-server with TLS and set NATS_URL")
+		}
+	}
+	host, _, err := net.SplitHostPort(c.NATSListen)
+	if err != nil {
+		return // reported by validateNATS
+	}
+	if !isLoopbackHost(host) && !c.natsAuth().embeddedCredentials() {
+		ps.add("RELAY_NATS_LISTEN", c.NATSListen, "the embedded nats-server would accept clients beyond loopback "+
+			"without authentication, and any of them could read every event, publish forged ones and overwrite checkpoints: "+
+			"set "+embeddedAuthVars+" (the embedded server then requires them), or listen on 127.0.0.1")
+	}
+}
+
+// isLoopbackHost reports whether a listen host accepts only local clients: a loopback IP or
+// "localhost". An empty host listens on every interface.
+func isLoopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// embeddedCredentials reports whether a carries credentials the embedded server can require.
+func (a natsAuth) embeddedCredentials() bool {
+	return a.User != "" && a.Password != "" || a.Token != "" || a.NKey != ""
+}
+
+// embeddedMethod names what the embedded server requires from clients, for the log.
+func (a natsAuth) embeddedMethod() string {
+	switch {
+	case a.User != "":
+		return "user and password"
+	case a.Token != "":
+		return "token"
+	case a.NKey != "":
+		return "nkey"
+	}
+	return "none (loopback only)"
+}
+
+// requireOn makes the embedded server's options require a's credentials from every client,
+// the relay's own included. Without credentials it leaves opts open (validateEmbedded allows
+// that on loopback only).
+func (a natsAuth) requireOn(opts *server.Options) error {
+	switch {
+	case a.User != "":
+		opts.Username, opts.Password = a.User, string(a.Password)
+	case a.Token != "":
+		opts.Authorization = string(a.Token)
+	case a.NKey != "":
+		pub, err := nkeyPublicUserKey(a.NKey)
+		if err != nil {
+			return &ConfigError{Problems: []Problem{{Var: "RELAY_NATS_NKEY", Value: a.NKey, Reason: err.Error()}}}
+		}
+		opts.Nkeys = []*server.NkeyUser{{Nkey: pub}}
+	}
+	return nil
+}
+
+// nkeyPublicUserKey reads a user NKey seed file (plain or decorated, as nats.go reads it) and
+// returns its public key; the seed is wiped from memory.
+func nkeyPublicUserKey(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("read nkey seed: %w", err)
+	}
+	defer clear(b)
+	kp, err := nkeys.ParseDecoratedNKey(b)
+	if err != nil {
+		return "", fmt.Errorf("not an nkey seed: %w", err)
+	}
+	defer kp.Wipe()
+	pub, err := kp.PublicKey()
+	if err != nil {
+		return "", fmt.Errorf("nkey public key: %w", err)
+	}
+	if !nkeys.IsValidPublicUserKey(pub) {
+		return "", errors.New("not a user nkey seed (want one starting with SU)")
+	}
+	return pub, nil
+}

@@ -1,0 +1,164 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nkeys"
+)
+
+func TestEmbeddedServerListensBeyondLoopbackOnlyWithCredentials(t *testing.T) {
+	dir := t.TempDir()
+	seed := writeNKeySeed(t, dir)
+	creds := writeFile(t, dir, "relay.creds")
+	tests := []struct {
+		name string
+		env  map[string]string
+		// want lists the problems as VAR=value; empty: accepted.
+		want []string
+	}{
+		{name: "loopback without credentials", env: map[string]string{"RELAY_NATS_LISTEN": "127.0.0.1:4222"}},
+		{name: "IPv6 loopback without credentials", env: map[string]string{"RELAY_NATS_LISTEN": "[::1]:4222"}},
+		{name: "localhost without credentials", env: map[string]string{"RELAY_NATS_LISTEN": "localhost:4222"}},
+		{name: "all interfaces without credentials", env: map[string]string{"RELAY_NATS_LISTEN": "0.0.0.0:4222"},
+			want: []string{"RELAY_NATS_LISTEN=0.0.0.0:4222"}},
+		{name: "empty host without credentials", env: map[string]string{"RELAY_NATS_LISTEN": ":4222"},
+			want: []string{"RELAY_NATS_LISTEN=:4222"}},
+		{name: "IPv6 any without credentials", env: map[string]string{"RELAY_NATS_LISTEN": "[::]:4222"},
+			want: []string{"RELAY_NATS_LISTEN=[::]:4222"}},
+		{name: "pod address without credentials", env: map[string]string{"RELAY_NATS_LISTEN": "10.0.0.7:4222"},
+			want: []string{"RELAY_NATS_LISTEN=10.0.0.7:4222"}},
+		{name: "all interfaces with user and password",
+			env: map[string]string{"RELAY_NATS_LISTEN": "0.0.0.0:4222", "RELAY_NATS_USER": "relay", "RELAY_NATS_PASSWORD": "pw"}},
+		{name: "all interfaces with a token", env: map[string]string{"RELAY_NATS_LISTEN": "0.0.0.0:4222", "RELAY_NATS_TOKEN": "tok"}},
+		{name: "all interfaces with an nkey", env: map[string]string{"RELAY_NATS_LISTEN": "0.0.0.0:4222", "RELAY_NATS_NKEY": seed}},
+		{name: "a user without password is no credential",
+			env:  map[string]string{"RELAY_NATS_LISTEN": "0.0.0.0:4222", "RELAY_NATS_USER": "relay"},
+			want: []string{"RELAY_NATS_USER=relay", "RELAY_NATS_LISTEN=0.0.0.0:4222"}},
+		{name: "a credentials file is refused, and is no credential",
+			env:  map[string]string{"RELAY_NATS_LISTEN": "0.0.0.0:4222", "RELAY_NATS_CREDS": creds},
+			want: []string{"RELAY_NATS_CREDS=" + creds, "RELAY_NATS_LISTEN=0.0.0.0:4222"}},
+		{name: "a credentials file on loopback", env: map[string]string{"RELAY_NATS_CREDS": creds},
+			want: []string{"RELAY_NATS_CREDS=" + creds}},
+		{name: "client TLS files", env: map[string]string{"RELAY_NATS_TLS_CA": creds, "RELAY_NATS_TLS_CERT": creds, "RELAY_NATS_TLS_KEY": creds},
+			want: []string{"RELAY_NATS_TLS_CA=" + creds, "RELAY_NATS_TLS_CERT=" + creds, "RELAY_NATS_TLS_KEY=" + creds}},
+		{name: "external NATS: credentials files and TLS are the client's",
+			env: map[string]string{"NATS_URL": "nats://a:4222", "RELAY_NATS_LISTEN": "0.0.0.0:4222", "RELAY_NATS_CREDS": creds,
+				"RELAY_NATS_TLS_CA": creds, "RELAY_NATS_TLS_CERT": creds, "RELAY_NATS_TLS_KEY": creds}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := map[string]string{"RELAY_RESOURCES": "pods"}
+			for k, v := range tt.env {
+				env[k] = v
+			}
+			setConfigEnv(t, env)
+			_, err := loadConfig()
+			var got []string
+			if err != nil {
+				for _, p := range configErrorProblems(t, err) {
+					got = append(got, p.Var+"="+p.Value)
+				}
+			}
+			if strings.Join(got, "\n") != strings.Join(tt.want, "\n") {
+				t.Errorf("problems: got %q, want %q (%v)", got, tt.want, err)
+			}
+		})
+	}
+}
+
+func TestEmbeddedListenProblemSaysHowToAddAuthentication(t *testing.T) {
+	setConfigEnv(t, map[string]string{"RELAY_RESOURCES": "pods", "RELAY_NATS_LISTEN": "0.0.0.0:4222"})
+	_, msg := configProblems(t)
+	for _, want := range []string{`RELAY_NATS_LISTEN="0.0.0.0:4222"`, "RELAY_NATS_USER", "RELAY_NATS_PASSWORD", "RELAY_NATS_TOKEN", "RELAY_NATS_NKEY", "127.0.0.1"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("got error %q, want it to mention %s", msg, want)
+		}
+	}
+}
+
+func TestEmbeddedServerRequiresTheConfiguredCredentials(t *testing.T) {
+	dir := t.TempDir()
+	seed := writeNKeySeed(t, dir)
+	kp, err := nkeys.ParseDecoratedNKey(mustReadFile(t, seed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, _ := kp.PublicKey()
+	notSeed := writeFile(t, dir, "not-a-seed")
+
+	tests := []struct {
+		name    string
+		auth    natsAuth
+		want    server.Options
+		wantErr string // the problem's variable
+	}{
+		{name: "none", auth: natsAuth{}},
+		{name: "user and password", auth: natsAuth{User: "relay", Password: "pw"}, want: server.Options{Username: "relay", Password: "pw"}},
+		{name: "token", auth: natsAuth{Token: "tok"}, want: server.Options{Authorization: "tok"}},
+		{name: "nkey: the seed's public key", auth: natsAuth{NKey: seed}, want: server.Options{Nkeys: []*server.NkeyUser{{Nkey: pub}}}},
+		{name: "a file that is no seed", auth: natsAuth{NKey: notSeed}, wantErr: "RELAY_NATS_NKEY"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got server.Options
+			err := tt.auth.requireOn(&got)
+			if tt.wantErr != "" {
+				if ps := configErrorProblems(t, err); len(ps) != 1 || ps[0].Var != tt.wantErr {
+					t.Fatalf("requireOn: got %v, want one problem with %s", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("requireOn: %v", err)
+			}
+			if got.Username != tt.want.Username || got.Password != tt.want.Password || got.Authorization != tt.want.Authorization ||
+				len(got.Nkeys) != len(tt.want.Nkeys) || len(got.Nkeys) == 1 && got.Nkeys[0].Nkey != tt.want.Nkeys[0].Nkey {
+				t.Errorf("server options: got user %q password %q token %q nkeys %v, want %q %q %q %v",
+					got.Username, got.Password, got.Authorization, got.Nkeys, tt.want.Username, tt.want.Password, tt.want.Authorization, tt.want.Nkeys)
+			}
+		})
+	}
+}
+
+// writeNKeySeed writes a new user NKey seed file into dir and returns its path.
+func writeNKeySeed(t *testing.T, dir string) string {
+	t.Helper()
+	kp, err := nkeys.CreateUser()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed, err := kp.Seed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "relay.nk")
+	if err := os.WriteFile(path, seed, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func mustReadFile(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// configErrorProblems returns the problems of a *ConfigError, failing the test for any other
+// error.
+func configErrorProblems(t *testing.T, err error) []Problem {
+	t.Helper()
+	var cerr *ConfigError
+	if !errors.As(err, &cerr) {
+		t.Fatalf("got error %T %v, want a *ConfigError", err, err)
+	}
+	return cerr.Problems
+}
