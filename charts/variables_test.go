@@ -98,7 +98,7 @@ func TestEveryRelayVariableIsInTheChart(t *testing.T) {
 		{[]string{"all.yaml"}, append(noUser, "nats.auth.nkeyKey=nkey")},
 		{[]string{"all.yaml", "embedded.yaml"}, []string{"replicaCount=1", "leaderElection.enabled=auto", "relay.streamReplicas=1",
 			// The embedded server refuses a credentials file and client TLS: external NATS only.
-			"nats.auth.credsKey=", "nats.tls.existingSecret="}},
+			"nats.auth.credsKey=", "nats.tls.existingSecret=", "nats.tls.caKey=", "nats.tls.certKey=", "nats.tls.keyKey="}},
 	} {
 		for name := range envOf(t, render(t, releaseNS, c.files, c.sets).deployment(t)) {
 			set[name] = true
