@@ -1,0 +1,54 @@
+{{/*
+kube-nats-relay.image: the relay image, repository@digest when image.digest is set (the
+digest wins over the tag), else repository:tag (the tag defaults to the appVersion).
+*/}}
+{{- define "kube-nats-relay.image" -}}
+{{- $i := .Values.image }}
+{{- if $i.digest }}
+{{- if not (regexMatch "^sha256:[a-f0-9]{64}$" $i.digest) }}
+{{- fail (printf "image.digest %q: want sha256: and 64 lower-case hex digits" $i.digest) }}
+{{- end }}
+{{- printf "%s@%s" $i.repository $i.digest }}
+{{- else }}
+{{- printf "%s:%s" $i.repository (toString ($i.tag | default .Chart.AppVersion)) }}
+{{- end }}
+{{- end }}
+
+{{/*
+kube-nats-relay.automountToken: "true" when the relay's pod needs the ServiceAccount token,
+that is unless it watches through a kubeconfig (kubeconfig.existingSecret), which brings its
+own credentials. The ServiceAccount itself never mounts its token (serviceAccount.automount).
+*/}}
+{{- define "kube-nats-relay.automountToken" -}}
+{{- if .Values.kubeconfig.existingSecret }}false{{ else }}true{{ end }}
+{{- end }}
+
+{{/*
+kube-nats-relay.scheduling: the pod's affinity and topologySpreadConstraints. What the user
+set wins. Otherwise, above one replica and with spreadReplicas on, the replicas are spread
+over nodes and zones, softly (ScheduleAnyway): a one-node cluster still runs them all.
+*/}}
+{{- define "kube-nats-relay.scheduling" -}}
+{{- $v := .Values }}
+{{- with $v.affinity }}
+affinity:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- if $v.topologySpreadConstraints }}
+topologySpreadConstraints:
+  {{- toYaml $v.topologySpreadConstraints | nindent 2 }}
+{{- else if and $v.spreadReplicas (gt (int $v.replicaCount) 1) (not (dig "podAntiAffinity" nil ($v.affinity | default dict))) }}
+topologySpreadConstraints:
+  {{- range list "kubernetes.io/hostname" "topology.kubernetes.io/zone" }}
+  - maxSkew: 1
+    topologyKey: {{ . }}
+    whenUnsatisfiable: ScheduleAnyway
+    labelSelector:
+      matchLabels:
+        {{- include "kube-nats-relay.selectorLabels" $ | nindent 8 }}
+    # Spread each rollout's pods on their own, not against the old ReplicaSet's.
+    matchLabelKeys:
+      - pod-template-hash
+  {{- end }}
+{{- end }}
+{{- end }}
