@@ -41,6 +41,12 @@ func ensureNamespace(t *testing.T, cs *kubernetes.Clientset, name string) {
 	if _, err := cs.CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
+	// The default ServiceAccount, which kube-controller-manager (not running here) creates in
+	// every namespace: pods that name none, as the helm test pod, need it.
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
+	if _, err := cs.CoreV1().ServiceAccounts(name).Create(context.Background(), sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
 }
 
 // applyManifests applies YAML server-side (dryRun: validated and admitted, not stored) and

@@ -38,6 +38,8 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 			return nil
 		case tailCommand:
 			return runTail(ctx, args[2:], os.Stdout, stderr)
+		case probeCommand:
+			return runProbe(ctx, args[2:], os.Stdout, stderr)
 		}
 		return &ConfigError{Problems: []Problem{{Var: "argument", Value: args[1], Reason: "the relay takes no arguments but the tail subcommand; it is configured through environment variables (relay --help lists them)"}}}
 	}

@@ -52,3 +52,17 @@ topologySpreadConstraints:
   {{- end }}
 {{- end }}
 {{- end }}
+
+{{/*
+kube-nats-relay.testEvents: "true" when helm test can reach NATS to check that an event
+arrived: NATS given by nats.urls, or the embedded server exposed through the Service.
+*/}}
+{{- define "kube-nats-relay.testEvents" -}}
+{{- if and .Values.tests.events (or .Values.nats.urls (dig "expose" false .Values.nats.embedded)) }}true{{ else }}false{{ end }}
+{{- end }}
+
+{{/* Labels of the helm test pod; the NetworkPolicy lets it reach the relay. */}}
+{{- define "kube-nats-relay.testLabels" -}}
+{{ include "kube-nats-relay.labels" . }}
+app.kubernetes.io/component: test
+{{- end }}
