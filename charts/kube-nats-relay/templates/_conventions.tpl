@@ -54,6 +54,32 @@ topologySpreadConstraints:
 {{- end }}
 
 {{/*
+kube-nats-relay.natsPorts: the TCP ports of nats.urls, comma-separated, each once, unless
+networkPolicy.nats.ports lists them: a URL's explicit port, else 4222 (nats, tls), 80 (ws)
+or 443 (wss), as nats.go does.
+*/}}
+{{- define "kube-nats-relay.natsPorts" -}}
+{{- $ports := list }}
+{{- if .Values.networkPolicy.nats.ports }}
+{{- range .Values.networkPolicy.nats.ports }}{{ $ports = append $ports (int .) }}{{ end }}
+{{- else }}
+{{- $defaults := dict "nats" 4222 "tls" 4222 "ws" 80 "wss" 443 }}
+{{- range .Values.nats.urls }}
+{{- $u := trim . }}
+{{- if not (contains "://" $u) }}{{ $u = printf "nats://%s" $u }}{{ end }}
+{{- $scheme := regexReplaceAll "://.*$" $u "" | lower }}
+{{- $hostport := regexReplaceAll "^[^:]*://([^@/]*@)?([^/]*).*$" $u "${2}" }}
+{{- if regexMatch ":[0-9]+$" $hostport }}
+{{- $ports = append $ports (regexReplaceAll "^.*:" $hostport "" | int) }}
+{{- else }}
+{{- $ports = append $ports (get $defaults $scheme | default 4222) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- join "," ($ports | uniq) }}
+{{- end }}
+
+{{/*
 kube-nats-relay.testEvents: "true" when helm test can reach NATS to check that an event
 arrived: NATS given by nats.urls, or the embedded server exposed through the Service.
 */}}
