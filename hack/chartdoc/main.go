@@ -55,6 +55,15 @@ func run(root string, check bool) error {
 	if err != nil {
 		return err
 	}
+	rows, err := Values(values)
+	if err != nil {
+		return err
+	}
+	for _, v := range rows {
+		if v.Description == "" {
+			fmt.Fprintf(os.Stderr, "chartdoc: %s has no `# -- ` comment\n", v.Key)
+		}
+	}
 	path := filepath.Join(dir, "README.md")
 	if check {
 		old, err := os.ReadFile(path)
