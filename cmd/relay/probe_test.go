@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -86,6 +88,37 @@ func TestParseProbeRejects(t *testing.T) {
 			}
 			if strings.Join(got, ",") != strings.Join(tt.vars, ",") {
 				t.Errorf("problems: got %q, want %q (%v)", got, tt.vars, err)
+			}
+		})
+	}
+}
+
+// TestProbeIsASubcommand runs relay probe as helm test does: exit codes and messages.
+func TestProbeIsASubcommand(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		code int
+		out  string
+	}{
+		{name: "nothing listening", args: []string{"probe", "http://127.0.0.1:1/readyz"}, code: exitFailed, out: "probe http://127.0.0.1:1/readyz: not ready within 0s"},
+		{name: "no URL", args: []string{"probe"}, code: exitConfig, out: "relay probe takes one URL"},
+		{name: "listed in the help", args: []string{"--help"}, code: exitOK, out: "relay probe [--timeout D] URL"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cmd := exec.Command(relayBin, tt.args...)
+			cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+			out, err := cmd.CombinedOutput()
+			code := 0
+			var exit *exec.ExitError
+			if errors.As(err, &exit) {
+				code = exit.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if code != tt.code || !strings.Contains(string(out), tt.out) {
+				t.Errorf("relay %s: got exit %d and %q, want %d and %q", strings.Join(tt.args, " "), code, out, tt.code, tt.out)
 			}
 		})
 	}
