@@ -14,6 +14,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/kube-nats-relay/kube-nats-relay/internal/relaytest"
 )
@@ -179,7 +180,20 @@ func TestHelmTestHookChecksReadinessAndAnEvent(t *testing.T) {
 // off, and no pod when tests are off.
 func TestTemplateHelmTestPod(t *testing.T) {
 	r := render(t, releaseNS, []string{"nats-secret.yaml"}, nil)
-	ev := hookPod(t, r).Spec.Containers[0]
+	pod := hookPod(t, r)
+	// The Deployment's ReplicaSet would adopt a pod its selector matches, and the Service
+	// would route to it.
+	sel, err := metav1.LabelSelectorAsSelector(r.deployment(t).Spec.Selector)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sel.Matches(labels.Set(pod.Labels)) {
+		t.Errorf("the test pod's labels %v match the Deployment's selector %s", pod.Labels, sel)
+	}
+	if svc := labels.SelectorFromSet(r.service(t).Spec.Selector); svc.Matches(labels.Set(pod.Labels)) {
+		t.Errorf("the test pod's labels %v match the Service's selector %s", pod.Labels, svc)
+	}
+	ev := pod.Spec.Containers[0]
 	relayEnv := envOf(t, r.deployment(t))
 	var names []string
 	for _, e := range ev.Env {

@@ -87,8 +87,14 @@ arrived: NATS given by nats.urls, or the embedded server exposed through the Ser
 {{- if and .Values.tests.events (or .Values.nats.urls (dig "expose" false .Values.nats.embedded)) }}true{{ else }}false{{ end }}
 {{- end }}
 
-{{/* Labels of the helm test pod; the NetworkPolicy lets it reach the relay. */}}
+{{/*
+Labels of the helm test pod; the NetworkPolicy lets it reach the relay. Not the selector
+labels: the Deployment's ReplicaSet would adopt the pod, and the Service send it traffic.
+*/}}
 {{- define "kube-nats-relay.testLabels" -}}
-{{ include "kube-nats-relay.labels" . }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/component: test
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
