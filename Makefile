@@ -40,6 +40,12 @@ demo: tools
 bench: tools
 	$(GO) run -trimpath ./hack/bench -invoked-as "make bench BENCH_FLAGS='$(BENCH_FLAGS)'" $(BENCH_FLAGS)
 
+.PHONY: chart-docs
+## chart-docs: write charts/kube-nats-relay/README.md from its Chart.yaml and the `# -- `
+## comments of its values.yaml (a test fails when the README is out of date).
+chart-docs:
+	$(GO) run ./hack/chartdoc
+
 vet:
 	$(GO) vet ./...
 

@@ -83,7 +83,7 @@ func helmArgs(files []string, sets []string) []string {
 // renderRaw runs helm template for release "relay" in namespace ns.
 func renderRaw(t *testing.T, ns string, files, sets []string) (string, error) {
 	t.Helper()
-	args := append([]string{"template", "relay", chartDir, "--namespace", ns}, helmArgs(files, sets)...)
+	args := append([]string{"template", "relay", chartDir, "--namespace", ns, "--kube-version", kubeVersion(t)}, helmArgs(files, sets)...)
 	return run(t, tool(t, "helm"), args...)
 }
 

@@ -11,12 +11,13 @@ bin="${TESTENV_BIN_DIR:-$root/.bin}"
 mkdir -p "$bin"
 
 # build MODULE_DIR PACKAGE... : builds each package into $bin unless the stamp is current.
+# $ldflags, when set, is added to the link flags and to the stamp.
 build() {
 	local dir="$root/hack/tools/$1"
 	shift
 	local stamp="$bin/.stamp-$(basename "$dir")"
 	local want
-	want="$( (go version; cat "$dir/go.mod" "$dir/go.sum"; echo "$@") | sha256sum | cut -d' ' -f1)"
+	want="$( (go version; cat "$dir/go.mod" "$dir/go.sum"; echo "$@"; if [[ -n "${ldflags:-}" ]]; then echo "$ldflags"; fi) | sha256sum | cut -d' ' -f1)"
 	local missing=0
 	local pkg name
 	for pkg in "$@"; do
@@ -31,14 +32,19 @@ build() {
 	fi
 	echo "tools: building $* (a cold build of all the Kubernetes binaries takes 15-30 minutes on 2 cores)"
 	local start=$SECONDS
-	(cd "$dir" && go build -ldflags='-s -w' -o "$bin/" "$@")
+	(cd "$dir" && go build -ldflags="-s -w ${ldflags:-}" -o "$bin/" "$@")
 	echo "$want" >"$stamp"
 	echo "tools: built $(basename "$dir") in $((SECONDS - start))s"
 }
 
 build etcd ./cmd/etcd
 build nats github.com/nats-io/nats-server/v2 github.com/nats-io/natscli/nats
-build kube k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
+# The Kubernetes binaries report the pinned version (/version, kubectl version) as released ones
+# do: helm checks a chart's kubeVersion against it, and an unstamped v0.0.0-master fits none.
+kube_version="$(cd "$root/hack/tools/kube" && go list -m -f '{{.Version}}' k8s.io/kubernetes)"
+kube_minor="$(echo "$kube_version" | cut -d. -f2)"
+ldflags="-X k8s.io/component-base/version.gitVersion=$kube_version -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$kube_minor" \
+	build kube k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
 	k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl
 build kwok sigs.k8s.io/kwok/cmd/kwok
 build helm helm.sh/helm/v3/cmd/helm

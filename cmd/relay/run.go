@@ -35,11 +35,14 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 				return err
 			}
 			fmt.Fprintln(stderr, "\nrelay tail [flags] follows the stream and prints one line per event (relay tail --help).")
+			fmt.Fprintln(stderr, "relay probe [--timeout D] URL checks an HTTP endpoint such as /readyz (relay probe --help).")
 			return nil
 		case tailCommand:
 			return runTail(ctx, args[2:], os.Stdout, stderr)
+		case probeCommand:
+			return runProbe(ctx, args[2:], os.Stdout, stderr)
 		}
-		return &ConfigError{Problems: []Problem{{Var: "argument", Value: args[1], Reason: "the relay takes no arguments but the tail subcommand; it is configured through environment variables (relay --help lists them)"}}}
+		return &ConfigError{Problems: []Problem{{Var: "argument", Value: args[1], Reason: "the relay takes no arguments but the tail and probe subcommands; it is configured through environment variables (relay --help lists them)"}}}
 	}
 	cfg, err := loadConfig()
 	if err != nil {

@@ -62,7 +62,14 @@ type tailOptions struct {
 	// from describes the start position for the status line.
 	from string
 	json bool
+	// count stops after that many events (0: follow until interrupted); timeout fails when
+	// they have not arrived in time (0: wait as long as it takes).
+	count   int
+	timeout time.Duration
 }
+
+// errTailTimeout ends a tail whose --count events did not arrive within --timeout.
+var errTailTimeout = errors.New("timeout")
 
 // runTail follows the relay's stream and prints one line (or JSON object) per event on
 // stdout until ctx ends. Flag problems come back as a *ConfigError.
@@ -77,6 +84,11 @@ func runTail(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	if err != nil {
 		return err
+	}
+	if o.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, o.timeout, errTailTimeout)
+		defer cancel()
 	}
 	nc, err := connectTail(o.server, env)
 	if err != nil {
@@ -121,9 +133,14 @@ func runTail(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := p.header(); err != nil {
 		return err
 	}
+	seen := 0
 	for {
 		msg, err := it.Next()
 		if errors.Is(err, jetstream.ErrMsgIteratorClosed) || ctx.Err() != nil {
+			if errors.Is(context.Cause(ctx), errTailTimeout) {
+				return fmt.Errorf("%d of %d events arrived within %s on stream %s, subjects %s, %s",
+					seen, o.count, o.timeout, o.stream, o.filter, o.from)
+			}
 			return nil
 		}
 		if err != nil {
@@ -138,6 +155,9 @@ func runTail(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		if err := p.print(e); err != nil {
 			return fmt.Errorf("write: %w", err)
+		}
+		if seen++; o.count > 0 && seen >= o.count {
+			return nil
 		}
 	}
 }
@@ -167,6 +187,8 @@ func parseTail(args []string, env tailEnv, now time.Time, stderr io.Writer) (tai
 	fs.StringVar(&since, "since", "", "start with events stored this long ago (10m) or since this RFC 3339 time")
 	fs.BoolVar(&all, "all", false, "start with the first event in the stream (default: from now)")
 	fs.BoolVar(&o.json, "json", false, "print one JSON object per event, body included")
+	fs.IntVar(&o.count, "count", 0, "exit after this many events (default: follow until interrupted)")
+	fs.DurationVar(&o.timeout, "timeout", 0, "with --count: fail when the events have not arrived within this time (30s, 2m)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "relay tail: follow the relay's stream and print one line per event.")
 		fmt.Fprintln(stderr, "NATS credentials come from the relay's RELAY_NATS_* variables.")
@@ -215,6 +237,15 @@ func parseTail(args []string, env tailEnv, now time.Time, stderr io.Writer) (tai
 		o.filter.Type = t
 	}
 
+	if o.count < 0 {
+		ps.add("--count", strconv.Itoa(o.count), "want a positive number of events, or 0 to follow")
+	}
+	switch {
+	case o.timeout < 0:
+		ps.add("--timeout", o.timeout.String(), "want a positive duration")
+	case o.timeout > 0 && o.count == 0:
+		ps.add("--timeout", o.timeout.String(), "needs --count: the number of events to wait for")
+	}
 	o.deliver, o.from = jetstream.DeliverNewPolicy, "from now"
 	switch {
 	case all && since != "":
