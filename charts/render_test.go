@@ -23,15 +23,15 @@ func TestTemplateDefaults(t *testing.T) {
 	r := render(t, releaseNS, nil, nil)
 	checkRBAC(t, r, rbacWant{cluster: listWatch("/configmaps", "apps/deployments")})
 	d := r.deployment(t)
-	if *d.Spec.Replicas != 1 || d.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
-		t.Errorf("replicas %d, strategy %s; want 1 and Recreate (never two relays without leader election)", *d.Spec.Replicas, d.Spec.Strategy.Type)
+	if *d.Spec.Replicas != 1 || d.Spec.Strategy.Type != appsv1.RollingUpdateDeploymentStrategyType {
+		t.Errorf("replicas %d, strategy %s; want 1 and RollingUpdate (leader election is on by default)", *d.Spec.Replicas, d.Spec.Strategy.Type)
 	}
 	checkEnv(t, d, map[string]string{
 		"RELAY_RESOURCES":             "deployments.apps,configmaps",
 		"NATS_URL":                    "nats://nats:4222",
 		"RELAY_HTTP_ADDR":             ":8080",
-		"RELAY_LEADER_ELECT":          "false",
-		"RELAY_LEADER_ELECTION_LEASE": "",
+		"RELAY_LEADER_ELECT":          "true",
+		"RELAY_LEADER_ELECTION_LEASE": fullname,
 		"RELAY_RULES_FILE":            "",
 		"RELAY_NATS_DATA_DIR":         "",
 		"KUBECONFIG":                  "",

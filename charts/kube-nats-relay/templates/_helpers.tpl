@@ -41,14 +41,13 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end }}
 {{- end }}
 
-{{/* "true" when leader election is on: explicitly, or by default above one replica. */}}
+{{/*
+"true" when leader election is on: unless leaderElection.enabled is false, whatever the
+replica count (so that scaling never turns it on beside a running relay), and never with the
+embedded nats-server (each replica's own; the relay refuses leader election with it).
+*/}}
 {{- define "kube-nats-relay.leaderElect" -}}
-{{- $e := .Values.leaderElection.enabled }}
-{{- if eq (toString $e) "auto" }}
-{{- if gt (int .Values.replicaCount) 1 }}true{{ else }}false{{ end }}
-{{- else if eq (toString $e) "true" }}true
-{{- else }}false
-{{- end }}
+{{- if and (ne (toString .Values.leaderElection.enabled) "false") .Values.nats.urls }}true{{ else }}false{{ end }}
 {{- end }}
 
 {{- define "kube-nats-relay.leaseName" -}}
