@@ -32,6 +32,7 @@ func TestTemplateDefaults(t *testing.T) {
 		"RELAY_HTTP_ADDR":             ":8080",
 		"RELAY_LEADER_ELECT":          "true",
 		"RELAY_LEADER_ELECTION_LEASE": fullname,
+		"RELAY_IDENTITY":              "", // the relay's host name and random suffix
 		"RELAY_RULES_FILE":            "",
 		"RELAY_NATS_DATA_DIR":         "",
 		"KUBECONFIG":                  "",
@@ -107,7 +108,9 @@ func TestTemplateReplicasTurnOnLeaderElection(t *testing.T) {
 		"RELAY_LEADER_ELECTION_LEASE": fullname,
 	})
 	checkFieldRef(t, env, "RELAY_LEADER_ELECTION_NAMESPACE", "metadata.namespace")
-	checkFieldRef(t, env, "RELAY_IDENTITY", "metadata.name")
+	if e, ok := env["RELAY_IDENTITY"]; ok {
+		t.Errorf("env RELAY_IDENTITY = %+v, want it unset: the relay's default keeps a random suffix", e)
+	}
 	checkRBAC(t, r, rbacWant{
 		cluster: listWatch("/configmaps", "apps/deployments"),
 		leaseNS: releaseNS, lease: fullname,

@@ -321,7 +321,6 @@ writes it: digits, an optional fraction and a suffix (Ki Mi Gi Ti Pi Ei, k M G T
 {{- $_ := set $env "RELAY_LEADER_ELECTION_NAMESPACE" (dict "name" "RELAY_LEADER_ELECTION_NAMESPACE" "valueFrom" (dict "fieldRef" (dict "fieldPath" "metadata.namespace"))) }}
 {{- end }}
 {{- $_ := set $env "RELAY_LEADER_ELECTION_LEASE" (dict "name" "RELAY_LEADER_ELECTION_LEASE" "value" (include "kube-nats-relay.leaseName" .)) }}
-{{- $_ := set $env "RELAY_IDENTITY" (dict "name" "RELAY_IDENTITY" "valueFrom" (dict "fieldRef" (dict "fieldPath" "metadata.name"))) }}
 {{- range $name, $s := dict "RELAY_LEASE_DURATION" $v.leaderElection.leaseDuration "RELAY_RENEW_DEADLINE" $v.leaderElection.renewDeadline "RELAY_RETRY_PERIOD" $v.leaderElection.retryPeriod }}
 {{- if $s }}{{ $_ := set $env $name (dict "name" $name "value" (toString $s)) }}{{ end }}
 {{- end }}
