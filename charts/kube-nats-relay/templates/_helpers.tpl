@@ -139,9 +139,9 @@ list and watch on namespaces.
 */}}
 {{- define "kube-nats-relay.rbacPlan" -}}
 {{- $v := .Values }}
-{{- $clusterScoped := concat (splitList "\n" (include "kube-nats-relay.builtinClusterScoped" .)) ($v.rbac.clusterScopedResources | default list) }}
 {{- $csKeys := list }}
-{{- range $clusterScoped }}{{ $csKeys = append $csKeys (include "kube-nats-relay.parseResource" (trim .)) }}{{ end }}
+{{- range splitList "\n" (include "kube-nats-relay.builtinClusterScoped" .) }}{{ $csKeys = append $csKeys (include "kube-nats-relay.parseResource" (trim .)) }}{{ end }}
+{{- range ($v.rbac.clusterScopedResources | default list) }}{{ $csKeys = append $csKeys (include "kube-nats-relay.resourceKey" (dict "spec" . "from" "rbac.clusterScopedResources")) }}{{ end }}
 {{- $defNs := $v.relay.namespaces | default list }}
 {{- $defSel := $v.relay.namespaceSelector | default "" }}
 {{- $rules := list }}
@@ -156,7 +156,7 @@ list and watch on namespaces.
 {{- $entries := list }}
 {{- range ($v.relay.resources | default list) }}
 {{- if not (has . $ruled) }}
-{{- $entries = append $entries (dict "resources" (list .) "namespaces" $defNs "selector" (ne $defSel "")) }}
+{{- $entries = append $entries (dict "resources" (list .) "from" "relay.resources" "namespaces" $defNs "selector" (ne $defSel "")) }}
 {{- end }}
 {{- end }}
 {{- range $rules }}
@@ -164,7 +164,7 @@ list and watch on namespaces.
 {{- if hasKey . "namespaces" }}{{ $ns = .namespaces | default list }}{{ end }}
 {{- $sel := $defSel }}
 {{- if hasKey . "namespaceSelector" }}{{ $sel = .namespaceSelector | default "" }}{{ end }}
-{{- $entries = append $entries (dict "resources" (list .resource) "namespaces" $ns "selector" (ne $sel "")) }}
+{{- $entries = append $entries (dict "resources" (list .resource) "from" "rules.resources" "namespaces" $ns "selector" (ne $sel "")) }}
 {{- end }}
 {{- $cluster := list }}
 {{- $namespaced := dict }}
@@ -172,7 +172,7 @@ list and watch on namespaces.
 {{- $e := . }}
 {{- if $e.selector }}{{ $cluster = append $cluster "/namespaces" }}{{ end }}
 {{- range $e.resources }}
-{{- $key := include "kube-nats-relay.parseResource" (trim .) }}
+{{- $key := include "kube-nats-relay.resourceKey" (dict "spec" . "from" $e.from) }}
 {{- if or (has $key $csKeys) (empty $e.namespaces) }}
 {{- $cluster = append $cluster $key }}
 {{- else }}

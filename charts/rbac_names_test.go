@@ -1,0 +1,117 @@
+package charts_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kube-nats-relay/kube-nats-relay/internal/relaytest"
+)
+
+// TestTemplateShortNamesAndSingularsGrantTheResourceItself renders resources written as
+// kubectl accepts them, short names and singulars with and without their group, in
+// relay.resources, in rules and in rbac.clusterScopedResources: the RBAC names each resource
+// in its own group, as the relay resolves it, never "cm" in the core group.
+func TestTemplateShortNamesAndSingularsGrantTheResourceItself(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		sets []string
+		want rbacWant
+	}{
+		{"all namespaces", []string{"relay.resources={cm,configmap,deploy,deployment.apps,deployment.v1.apps,hpa,event,no,crd,widgets.example.com}"},
+			rbacWant{cluster: listWatch("/configmaps", "/events", "/nodes", "apps/deployments",
+				"autoscaling/horizontalpodautoscalers", "apiextensions.k8s.io/customresourcedefinitions", "example.com/widgets")}},
+		{"listed namespaces", []string{"relay.resources={cm,sts,no,pv}", "relay.namespaces={team-a}"},
+			rbacWant{cluster: listWatch("/nodes", "/persistentvolumes"), namespaced: map[string][]string{"team-a": listWatch("/configmaps", "apps/statefulsets")}}},
+		{"rules", []string{"relay.resources={po}", "relay.namespaces={team-a}", "rules.resources[0].resource=deploy", "rules.resources[0].namespaces={team-b}",
+			"rules.resources[1].resource=ingress", "rules.resources[2].resource=rs.apps"},
+			rbacWant{namespaced: map[string][]string{
+				"team-a": listWatch("/pods", "networking.k8s.io/ingresses", "apps/replicasets"),
+				"team-b": listWatch("apps/deployments"),
+			}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			checkRBAC(t, render(t, releaseNS, nil, tc.sets), tc.want)
+		})
+	}
+}
+
+// TestTemplateRefusesWhatTheRBACCannotFollow renders values whose RBAC the chart cannot
+// derive: a name without a group that is neither a core resource nor a known short name or
+// singular (the install would succeed and the relay be refused everything).
+func TestTemplateRefusesWhatTheRBACCannotFollow(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		sets []string
+		want []string
+	}{
+		{"unknown name in relay.resources", []string{"relay.resources={cm,widgets}"}, []string{`relay.resources: "widgets"`, "with its group"}},
+		{"unknown name in rules", []string{"rules.resources[0].resource=gizmo"}, []string{`rules.resources: "gizmo"`}},
+		{"short name of two resources", []string{"relay.resources={ev}"}, []string{`relay.resources: "ev"`, "events, events.events.k8s.io"}},
+		{"unknown name in mirrorResources", []string{"relay.mirrorResources={cms}"}, []string{`relay.mirrorResources: "cms"`}},
+		{"unknown name in clusterScopedResources", []string{"rbac.clusterScopedResources={gadgets}"}, []string{`rbac.clusterScopedResources: "gadgets"`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := renderRaw(t, releaseNS, nil, tc.sets)
+			if err == nil {
+				t.Fatalf("helm template succeeded, want an error mentioning %q:\n%s", tc.want, out)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %v, want one mentioning %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// TestRelayWithShortNamesAsTheChartsServiceAccount renders resources written as short names
+// (cm, deploy), creates the chart's ServiceAccount and RBAC for real and runs the relay with
+// the chart's environment as that ServiceAccount: the relay resolves the short names through
+// discovery and the chart's grants cover what it resolved, so both resources are relayed.
+func TestRelayWithShortNamesAsTheChartsServiceAccount(t *testing.T) {
+	ctx := context.Background()
+	cs := kubeClient(t)
+	name := relaytest.Name(t)
+	ensureNamespace(t, cs, name)
+
+	r := render(t, name, nil, []string{"relay.resources={cm,deploy}", "relay.namespaces={" + name + "}"})
+	// ServiceAccount, the Role and RoleBinding of the resources, those of the Lease.
+	kubeconfig := chartIdentity(t, r, name, 5)
+	vars := chartVars(t, r, name, kubeconfig)
+	if vars["RELAY_RESOURCES"] != "cm,deploy" {
+		t.Fatalf("the chart set RELAY_RESOURCES=%q, want cm,deploy", vars["RELAY_RESOURCES"])
+	}
+	p := relaytest.Start(t, relayBin, vars)
+	waitLine(t, p, `"message":"became leader"`)
+
+	if _, err := cs.CoreV1().ConfigMaps(name).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "short"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	labels := map[string]string{"app": "short"}
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "short"},
+		Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "example"}}},
+			},
+		},
+	}
+	if _, err := cs.AppsV1().Deployments(name).Create(ctx, d, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	js := relaytest.JetStream(t, env)
+	prefix := "kube." + vars["RELAY_CLUSTER"]
+	waitSubject(t, js, vars["RELAY_STREAM"], prefix+".core.v1.configmaps."+name+".short.added")
+	waitSubject(t, js, vars["RELAY_STREAM"], prefix+".apps.v1.deployments."+name+".short.added")
+	if strings.Contains(p.Output(), "forbidden") {
+		t.Errorf("the relay was refused something:\n%s", p.Output())
+	}
+	p.Stop(t)
+}
