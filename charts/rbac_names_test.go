@@ -42,7 +42,8 @@ func TestTemplateShortNamesAndSingularsGrantTheResourceItself(t *testing.T) {
 
 // TestTemplateRefusesWhatTheRBACCannotFollow renders values whose RBAC the chart cannot
 // derive: a name without a group that is neither a core resource nor a known short name or
-// singular (the install would succeed and the relay be refused everything).
+// singular (the install would succeed and the relay be refused everything), and variables
+// the RBAC is derived from set through env or extraEnv instead of their structured values.
 func TestTemplateRefusesWhatTheRBACCannotFollow(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -54,6 +55,15 @@ func TestTemplateRefusesWhatTheRBACCannotFollow(t *testing.T) {
 		{"short name of two resources", []string{"relay.resources={ev}"}, []string{`relay.resources: "ev"`, "events, events.events.k8s.io"}},
 		{"unknown name in mirrorResources", []string{"relay.mirrorResources={cms}"}, []string{`relay.mirrorResources: "cms"`}},
 		{"unknown name in clusterScopedResources", []string{"rbac.clusterScopedResources={gadgets}"}, []string{`rbac.clusterScopedResources: "gadgets"`}},
+		{"env RELAY_RESOURCES", []string{"env.RELAY_RESOURCES=secrets"}, []string{"RELAY_RESOURCES", "relay.resources"}},
+		{"env RELAY_NAMESPACES", []string{"env.RELAY_NAMESPACES=team-a"}, []string{"RELAY_NAMESPACES", "relay.namespaces"}},
+		{"env RELAY_NAMESPACE_SELECTOR", []string{"env.RELAY_NAMESPACE_SELECTOR=a=b"}, []string{"RELAY_NAMESPACE_SELECTOR", "relay.namespaceSelector"}},
+		{"env RELAY_RULES_FILE", []string{"env.RELAY_RULES_FILE=/r.yaml"}, []string{"RELAY_RULES_FILE", "rules"}},
+		{"env RELAY_LEADER_ELECT", []string{"env.RELAY_LEADER_ELECT=false"}, []string{"RELAY_LEADER_ELECT", "leaderElection.enabled"}},
+		{"env RELAY_LEADER_ELECTION_LEASE", []string{"env.RELAY_LEADER_ELECTION_LEASE=x"}, []string{"RELAY_LEADER_ELECTION_LEASE", "leaderElection.leaseName"}},
+		{"extraEnv RELAY_LEADER_ELECTION_NAMESPACE", []string{"extraEnv[0].name=RELAY_LEADER_ELECTION_NAMESPACE", "extraEnv[0].value=x"},
+			[]string{"RELAY_LEADER_ELECTION_NAMESPACE", "leaderElection.namespace"}},
+		{"extraEnv KUBECONFIG", []string{"extraEnv[0].name=KUBECONFIG", "extraEnv[0].value=/k"}, []string{"KUBECONFIG", "kubeconfig.existingSecret"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, err := renderRaw(t, releaseNS, nil, tc.sets)
