@@ -79,6 +79,19 @@ func TestTemplateRefusesWhatTheRBACCannotFollow(t *testing.T) {
 	}
 }
 
+// TestTemplateKubeconfigModeCreatesNoLocalRBAC renders the relay watching another cluster
+// through a kubeconfig: it lists, watches and holds its Lease there, so the chart grants
+// nothing in the cluster it runs in.
+func TestTemplateKubeconfigModeCreatesNoLocalRBAC(t *testing.T) {
+	r := render(t, releaseNS, nil, []string{"kubeconfig.existingSecret=remote", "relay.namespaces={team-a}"})
+	for _, kind := range []string{"Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding"} {
+		if objs := r.all(kind); len(objs) != 0 {
+			t.Errorf("rendered %d %s objects with a kubeconfig, want none", len(objs), kind)
+		}
+	}
+	checkEnv(t, r.deployment(t), map[string]string{"KUBECONFIG": "/etc/kube-nats-relay/kubeconfig/config", "RELAY_LEADER_ELECT": "true"})
+}
+
 // TestRelayWithShortNamesAsTheChartsServiceAccount renders resources written as short names
 // (cm, deploy), creates the chart's ServiceAccount and RBAC for real and runs the relay with
 // the chart's environment as that ServiceAccount: the relay resolves the short names through
