@@ -173,7 +173,7 @@ list and watch on namespaces.
 {{- if $e.selector }}{{ $cluster = append $cluster "/namespaces" }}{{ end }}
 {{- range $e.resources }}
 {{- $key := include "kube-nats-relay.resourceKey" (dict "spec" . "from" $e.from) }}
-{{- if or (has $key $csKeys) (empty $e.namespaces) }}
+{{- if or (has $key $csKeys) (empty $e.namespaces) (eq (include "kube-nats-relay.crdScope" $key) "Cluster") }}
 {{- $cluster = append $cluster $key }}
 {{- else }}
 {{- range $e.namespaces }}

@@ -254,3 +254,15 @@ name with a group outside the table is taken as written (a CRD's plural).
 {{- end }}
 {{- end }}
 
+{{/*
+kube-nats-relay.crdScope: the scope ("Cluster" or "Namespaced") of the CustomResourceDefinition
+behind a "group/resource" outside the built-in groups, looked up in the cluster; empty for a
+built-in group, under `helm template` (no cluster) and when the CRD does not exist (yet).
+*/}}
+{{- define "kube-nats-relay.crdScope" -}}
+{{- $group := regexReplaceAll "/[^/]*$" . "" }}
+{{- if and (contains "." $group) (not (hasSuffix ".k8s.io" $group)) }}
+{{- $crd := lookup "apiextensions.k8s.io/v1" "CustomResourceDefinition" "" (printf "%s.%s" (regexReplaceAll "^.*/" . "") $group) }}
+{{- dig "spec" "scope" "" ($crd | default dict) }}
+{{- end }}
+{{- end }}
