@@ -22,11 +22,12 @@ func TestTemplateShortNamesAndSingularsGrantTheResourceItself(t *testing.T) {
 		sets []string
 		want rbacWant
 	}{
-		{"all namespaces", []string{"relay.resources={cm,configmap,deploy,deployment.apps,deployment.v1.apps,hpa,event,no,crd,widgets.example.com}"},
+		{"all namespaces", []string{"relay.resources={cm,deploy,hpa,event,no,crd,widgets.example.com}"},
 			rbacWant{cluster: listWatch("/configmaps", "/events", "/nodes", "apps/deployments",
 				"autoscaling/horizontalpodautoscalers", "apiextensions.k8s.io/customresourcedefinitions", "example.com/widgets")}},
-		{"listed namespaces", []string{"relay.resources={cm,sts,no,pv}", "relay.namespaces={team-a}"},
-			rbacWant{cluster: listWatch("/nodes", "/persistentvolumes"), namespaced: map[string][]string{"team-a": listWatch("/configmaps", "apps/statefulsets")}}},
+		{"listed namespaces", []string{"relay.resources={configmap,sts,no,pv,deployment.v1.apps}", "relay.namespaces={team-a}"},
+			rbacWant{cluster: listWatch("/nodes", "/persistentvolumes"), namespaced: map[string][]string{"team-a": listWatch("/configmaps", "apps/statefulsets", "apps/deployments")}}},
+		{"a singular with its group", []string{"relay.resources={deployment.apps}"}, rbacWant{cluster: listWatch("apps/deployments")}},
 		{"rules", []string{"relay.resources={po}", "relay.namespaces={team-a}", "rules.resources[0].resource=deploy", "rules.resources[0].namespaces={team-b}",
 			"rules.resources[1].resource=ingress", "rules.resources[2].resource=rs.apps"},
 			rbacWant{namespaced: map[string][]string{
@@ -53,6 +54,8 @@ func TestTemplateRefusesWhatTheRBACCannotFollow(t *testing.T) {
 		{"unknown name in relay.resources", []string{"relay.resources={cm,widgets}"}, []string{`relay.resources: "widgets"`, "with its group"}},
 		{"unknown name in rules", []string{"rules.resources[0].resource=gizmo"}, []string{`rules.resources: "gizmo"`}},
 		{"short name of two resources", []string{"relay.resources={ev}"}, []string{`relay.resources: "ev"`, "events, events.events.k8s.io"}},
+		{"two names of one resource", []string{"relay.resources={configmaps,cm}"}, []string{`"configmaps" and "cm"`, "/configmaps"}},
+		{"two names of one resource in rules", []string{"relay.resources={deployments.apps}", "rules.resources[0].resource=deploy"}, []string{`"deployments.apps" and "deploy"`}},
 		{"unknown name in mirrorResources", []string{"relay.mirrorResources={cms}"}, []string{`relay.mirrorResources: "cms"`}},
 		{"unknown name in clusterScopedResources", []string{"rbac.clusterScopedResources={gadgets}"}, []string{`rbac.clusterScopedResources: "gadgets"`}},
 		{"env RELAY_RESOURCES", []string{"env.RELAY_RESOURCES=secrets"}, []string{"RELAY_RESOURCES", "relay.resources"}},
