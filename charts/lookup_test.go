@@ -83,7 +83,8 @@ func TestHelmRefusesNamespacesThatDoNotExist(t *testing.T) {
 // TestHelmGrantsClusterScopedCRDsThroughTheClusterRole installs a cluster-scoped CRD and
 // renders the chart as helm install does with that CRD's resource and a namespace list:
 // the chart looks the CRD's scope up and grants it through the ClusterRole (a Role could not
-// grant it: the relay would be refused). Under plain `helm template` the CRD cannot be looked
+// grant it: the relay would be refused), also when the CRD is named by its singular or short
+// name. Under plain `helm template` the CRD cannot be looked
 // up and it gets Roles unless listed in rbac.clusterScopedResources, as documented.
 func TestHelmGrantsClusterScopedCRDsThroughTheClusterRole(t *testing.T) {
 	cs := kubeClient(t)
@@ -97,7 +98,7 @@ metadata:
 spec:
   group: %[1]s
   scope: Cluster
-  names: {plural: gizmos, singular: gizmo, kind: Gizmo, listKind: GizmoList}
+  names: {plural: gizmos, singular: gizmo, shortNames: [gz], kind: Gizmo, listKind: GizmoList}
   versions:
     - name: v1
       served: true
@@ -107,18 +108,21 @@ spec:
 	applyManifests(t, crd, false)
 	t.Cleanup(func() { _, _, _ = kubectl(t, "delete", "crd", "gizmos."+group, "--ignore-not-found") })
 
-	// The release in releaseNS (the ClusterRole's name in checkRBAC), the Role in ns.
-	sets := []string{"relay.resources={configmaps,gizmos." + group + "}", "relay.namespaces={" + ns + "}"}
-	r, err := renderServer(t, releaseNS, sets)
-	if err != nil {
-		t.Fatal(err)
+	// The release in releaseNS (the ClusterRole's name in checkRBAC), the Role in ns. The
+	// CRD's singular and short name are granted as its plural, as the relay resolves them.
+	for _, name := range []string{"gizmos", "gizmo", "gz"} {
+		r, err := renderServer(t, releaseNS, []string{"relay.resources={configmaps," + name + "." + group + "}", "relay.namespaces={" + ns + "}"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkRBAC(t, r, rbacWant{
+			cluster:    listWatch(group + "/gizmos"),
+			namespaced: map[string][]string{ns: listWatch("/configmaps")},
+		})
 	}
-	checkRBAC(t, r, rbacWant{
-		cluster:    listWatch(group + "/gizmos"),
-		namespaced: map[string][]string{ns: listWatch("/configmaps")},
-	})
 
 	// helm template: no cluster to ask.
+	sets := []string{"relay.resources={configmaps,gizmos." + group + "}", "relay.namespaces={" + ns + "}"}
 	checkRBAC(t, render(t, releaseNS, nil, sets), rbacWant{
 		namespaced: map[string][]string{ns: listWatch("/configmaps", group+"/gizmos")},
 	})

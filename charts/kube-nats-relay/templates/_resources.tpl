@@ -250,8 +250,31 @@ name with a group outside the table is taken as written (a CRD's plural).
 {{- else if hasPrefix "/" $key }}
 {{- fail (printf "%s: %q is no resource of the core group, nor a short name or singular of a built-in resource the chart knows: write the plural resource with its group, as kubectl's api-resources lists it (deployments.apps, widgets.example.com)" .from .spec) }}
 {{- else }}
-{{- $key }}
+{{- include "kube-nats-relay.crdResource" $key }}
 {{- end }}
+{{- end }}
+
+{{/*
+kube-nats-relay.crdResource: a "group/name" outside the built-in groups as "group/plural":
+when no CustomResourceDefinition is named after it but one of that group has it as its
+singular or a short name (gizmo.example.com, gz.example.com), that CRD's plural. Looked up
+in the cluster: under `helm template` the name is kept as written.
+*/}}
+{{- define "kube-nats-relay.crdResource" -}}
+{{- $group := regexReplaceAll "/[^/]*$" . "" }}
+{{- $name := regexReplaceAll "^.*/" . "" }}
+{{- $out := . }}
+{{- if and (contains "." $group) (not (hasSuffix ".k8s.io" $group)) }}
+{{- if not (lookup "apiextensions.k8s.io/v1" "CustomResourceDefinition" "" (printf "%s.%s" $name $group)) }}
+{{- range (dig "items" list (lookup "apiextensions.k8s.io/v1" "CustomResourceDefinition" "" "" | default dict)) }}
+{{- $names := dig "status" "acceptedNames" (dig "spec" "names" dict .) . }}
+{{- if and (eq (dig "spec" "group" "" .) $group) (or (eq (get $names "singular" | default "") $name) (has $name (get $names "shortNames" | default list))) }}
+{{- $out = printf "%s/%s" $group (get $names "plural") }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- $out }}
 {{- end }}
 
 {{/*
