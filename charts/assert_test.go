@@ -44,12 +44,14 @@ func listWatch(resources ...string) []string {
 }
 
 // rbacWant is the exact RBAC a rendering must contain: ClusterRole grants, Role grants by
-// namespace, and the leader election Role's namespace (empty: none).
+// namespace, and the leader election Role's namespace and Lease (empty: the chart's defaults,
+// releaseNS and fullname; noLease: no leader election Role).
 type rbacWant struct {
 	cluster    []string
 	namespaced map[string][]string
 	leaseNS    string
 	lease      string
+	noLease    bool
 }
 
 func checkRBAC(t *testing.T, r *rendered, want rbacWant) {
@@ -84,7 +86,13 @@ func checkRBAC(t *testing.T, r *rendered, want rbacWant) {
 		}
 		checkBinding(t, r, "RoleBinding", ns, fullname, "Role")
 	}
-	if want.leaseNS != "" {
+	if !want.noLease {
+		if want.leaseNS == "" {
+			want.leaseNS = releaseNS
+		}
+		if want.lease == "" {
+			want.lease = fullname
+		}
 		key := want.leaseNS + "/" + fullname + "-leader-election"
 		wantRoles[key] = true
 		role, ok := roles[key]

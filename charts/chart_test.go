@@ -108,6 +108,12 @@ func render(t *testing.T, ns string, files, sets []string) *rendered {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return decodeRendered(t, out)
+}
+
+// decodeRendered decodes the manifests helm rendered.
+func decodeRendered(t *testing.T, out string) *rendered {
+	t.Helper()
 	r := &rendered{yaml: out}
 	for _, doc := range strings.Split(out, "\n---") {
 		j, err := yaml.YAMLToJSON([]byte(doc))

@@ -23,15 +23,16 @@ func TestTemplateDefaults(t *testing.T) {
 	r := render(t, releaseNS, nil, nil)
 	checkRBAC(t, r, rbacWant{cluster: listWatch("apps/deployments")})
 	d := r.deployment(t)
-	if *d.Spec.Replicas != 1 || d.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
-		t.Errorf("replicas %d, strategy %s; want 1 and Recreate (never two relays without leader election)", *d.Spec.Replicas, d.Spec.Strategy.Type)
+	if *d.Spec.Replicas != 1 || d.Spec.Strategy.Type != appsv1.RollingUpdateDeploymentStrategyType {
+		t.Errorf("replicas %d, strategy %s; want 1 and RollingUpdate (leader election is on by default)", *d.Spec.Replicas, d.Spec.Strategy.Type)
 	}
 	checkEnv(t, d, map[string]string{
 		"RELAY_RESOURCES":             "deployments.apps", // Deployments only: no ConfigMap contents by default
 		"NATS_URL":                    "nats://nats:4222",
 		"RELAY_HTTP_ADDR":             ":8080",
-		"RELAY_LEADER_ELECT":          "false",
-		"RELAY_LEADER_ELECTION_LEASE": "",
+		"RELAY_LEADER_ELECT":          "true",
+		"RELAY_LEADER_ELECTION_LEASE": fullname,
+		"RELAY_IDENTITY":              "", // the relay's host name and random suffix
 		"RELAY_RULES_FILE":            "",
 		"RELAY_NATS_DATA_DIR":         "",
 		"KUBECONFIG":                  "",
@@ -107,7 +108,9 @@ func TestTemplateReplicasTurnOnLeaderElection(t *testing.T) {
 		"RELAY_LEADER_ELECTION_LEASE": fullname,
 	})
 	checkFieldRef(t, env, "RELAY_LEADER_ELECTION_NAMESPACE", "metadata.namespace")
-	checkFieldRef(t, env, "RELAY_IDENTITY", "metadata.name")
+	if e, ok := env["RELAY_IDENTITY"]; ok {
+		t.Errorf("env RELAY_IDENTITY = %+v, want it unset: the relay's default keeps a random suffix", e)
+	}
 	checkRBAC(t, r, rbacWant{
 		cluster: listWatch("apps/deployments"),
 		leaseNS: releaseNS, lease: fullname,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -65,7 +66,12 @@ func newKubeClients(cfg Config, wrap func(http.RoundTripper) http.RoundTripper) 
 // does. A spec the server does not know, or two specs naming the same resource, are
 // configuration problems (RELAY_RESOURCES); an unreachable server is retried for a while.
 func resolveResources(ctx context.Context, dc discovery.DiscoveryInterface, specs []ResourceSpec) ([]relay.Resource, error) {
-	mapper := restmapper.NewShortcutExpander(restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc)), dc, nil)
+	// A short name of resources in two groups (ev: events and events.events.k8s.io) expands to
+	// the first in aggregated discovery's order, which is a map's: the expander warns, and
+	// such a spec is refused rather than resolved one way or the other from start to start.
+	var ambiguous []string
+	mapper := restmapper.NewShortcutExpander(restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc)), dc,
+		func(warning string) { ambiguous = append(ambiguous, warning) })
 	for attempt := 1; ; attempt++ {
 		_, err := dc.ServerGroups()
 		if err == nil {
@@ -90,7 +96,13 @@ func resolveResources(ctx context.Context, dc discovery.DiscoveryInterface, spec
 		seen = make(map[string]string)
 	)
 	for _, spec := range specs {
+		ambiguous = nil
 		m, err := spec.RESTMapping(mapper)
+		if err == nil && len(ambiguous) > 0 {
+			ps.addf("RELAY_RESOURCES", spec.Raw, "a short name of more than one resource (%s, %s): write the resource with its group",
+				m.Resource.GroupResource(), strings.Join(ambiguous, "; "))
+			continue
+		}
 		if err != nil {
 			reason := "the server does not serve this resource"
 			if !meta.IsNoMatchError(err) {

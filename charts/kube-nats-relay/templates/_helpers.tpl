@@ -41,14 +41,13 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end }}
 {{- end }}
 
-{{/* "true" when leader election is on: explicitly, or by default above one replica. */}}
+{{/*
+"true" when leader election is on: unless leaderElection.enabled is false, whatever the
+replica count (so that scaling never turns it on beside a running relay), and never with the
+embedded nats-server (each replica's own; the relay refuses leader election with it).
+*/}}
 {{- define "kube-nats-relay.leaderElect" -}}
-{{- $e := .Values.leaderElection.enabled }}
-{{- if eq (toString $e) "auto" }}
-{{- if gt (int .Values.replicaCount) 1 }}true{{ else }}false{{ end }}
-{{- else if eq (toString $e) "true" }}true
-{{- else }}false
-{{- end }}
+{{- if and (ne (toString .Values.leaderElection.enabled) "false") .Values.nats.urls }}true{{ else }}false{{ end }}
 {{- end }}
 
 {{- define "kube-nats-relay.leaseName" -}}
@@ -140,9 +139,9 @@ list and watch on namespaces.
 */}}
 {{- define "kube-nats-relay.rbacPlan" -}}
 {{- $v := .Values }}
-{{- $clusterScoped := concat (splitList "\n" (include "kube-nats-relay.builtinClusterScoped" .)) ($v.rbac.clusterScopedResources | default list) }}
 {{- $csKeys := list }}
-{{- range $clusterScoped }}{{ $csKeys = append $csKeys (include "kube-nats-relay.parseResource" (trim .)) }}{{ end }}
+{{- range splitList "\n" (include "kube-nats-relay.builtinClusterScoped" .) }}{{ $csKeys = append $csKeys (include "kube-nats-relay.parseResource" (trim .)) }}{{ end }}
+{{- range ($v.rbac.clusterScopedResources | default list) }}{{ $csKeys = append $csKeys (include "kube-nats-relay.resourceKey" (dict "spec" . "from" "rbac.clusterScopedResources")) }}{{ end }}
 {{- $defNs := $v.relay.namespaces | default list }}
 {{- $defSel := $v.relay.namespaceSelector | default "" }}
 {{- $rules := list }}
@@ -157,7 +156,7 @@ list and watch on namespaces.
 {{- $entries := list }}
 {{- range ($v.relay.resources | default list) }}
 {{- if not (has . $ruled) }}
-{{- $entries = append $entries (dict "resources" (list .) "namespaces" $defNs "selector" (ne $defSel "")) }}
+{{- $entries = append $entries (dict "resources" (list .) "from" "relay.resources" "namespaces" $defNs "selector" (ne $defSel "")) }}
 {{- end }}
 {{- end }}
 {{- range $rules }}
@@ -165,7 +164,7 @@ list and watch on namespaces.
 {{- if hasKey . "namespaces" }}{{ $ns = .namespaces | default list }}{{ end }}
 {{- $sel := $defSel }}
 {{- if hasKey . "namespaceSelector" }}{{ $sel = .namespaceSelector | default "" }}{{ end }}
-{{- $entries = append $entries (dict "resources" (list .resource) "namespaces" $ns "selector" (ne $sel "")) }}
+{{- $entries = append $entries (dict "resources" (list .resource) "from" "rules.resources" "namespaces" $ns "selector" (ne $sel "")) }}
 {{- end }}
 {{- $cluster := list }}
 {{- $namespaced := dict }}
@@ -173,8 +172,8 @@ list and watch on namespaces.
 {{- $e := . }}
 {{- if $e.selector }}{{ $cluster = append $cluster "/namespaces" }}{{ end }}
 {{- range $e.resources }}
-{{- $key := include "kube-nats-relay.parseResource" (trim .) }}
-{{- if or (has $key $csKeys) (empty $e.namespaces) }}
+{{- $key := include "kube-nats-relay.resourceKey" (dict "spec" . "from" $e.from) }}
+{{- if or (has $key $csKeys) (empty $e.namespaces) (eq (include "kube-nats-relay.crdScope" $key) "Cluster") }}
 {{- $cluster = append $cluster $key }}
 {{- else }}
 {{- range $e.namespaces }}
@@ -322,7 +321,6 @@ writes it: digits, an optional fraction and a suffix (Ki Mi Gi Ti Pi Ei, k M G T
 {{- $_ := set $env "RELAY_LEADER_ELECTION_NAMESPACE" (dict "name" "RELAY_LEADER_ELECTION_NAMESPACE" "valueFrom" (dict "fieldRef" (dict "fieldPath" "metadata.namespace"))) }}
 {{- end }}
 {{- $_ := set $env "RELAY_LEADER_ELECTION_LEASE" (dict "name" "RELAY_LEADER_ELECTION_LEASE" "value" (include "kube-nats-relay.leaseName" .)) }}
-{{- $_ := set $env "RELAY_IDENTITY" (dict "name" "RELAY_IDENTITY" "valueFrom" (dict "fieldRef" (dict "fieldPath" "metadata.name"))) }}
 {{- range $name, $s := dict "RELAY_LEASE_DURATION" $v.leaderElection.leaseDuration "RELAY_RENEW_DEADLINE" $v.leaderElection.renewDeadline "RELAY_RETRY_PERIOD" $v.leaderElection.retryPeriod }}
 {{- if $s }}{{ $_ := set $env $name (dict "name" $name "value" (toString $s)) }}{{ end }}
 {{- end }}
