@@ -203,6 +203,7 @@ func (m *metrics) observe(sources []*relay.Source, ckpts *trackedCheckpoints, nc
 		m.publishErrors.WithLabelValues(res)
 		m.publishRetries.WithLabelValues(res)
 		m.expired.WithLabelValues(res)
+		m.ahead.WithLabelValues(res)
 	}
 	m.sampled.state.Store(&sampledState{sources: sources, ckpts: ckpts, nc: nc})
 }

@@ -123,6 +123,7 @@ func TestMetricsCountWhatTheRelayDoesAndShowNoSecrets(t *testing.T) {
 		{`kube_nats_relay_lists_total{origin="initial-sync",` + res + `}`, 1},
 		{`kube_nats_relay_lists_total{origin="relist",` + res + `}`, 0},
 		{`kube_nats_relay_resource_version_expired_total{` + res + `}`, 0},
+		{`kube_nats_relay_resource_version_ahead_total{` + res + `}`, 0},
 		{`kube_nats_relay_events_oversize_total{` + res + `}`, 0},
 		{`kube_nats_relay_publish_errors_total{` + res + `}`, 0},
 		{`kube_nats_relay_publish_retries_total{` + res + `}`, 0},
