@@ -33,7 +33,8 @@ type dashboard struct {
 		Type    string `json:"type"`
 		Title   string `json:"title"`
 		Targets []struct {
-			Expr string `json:"expr"`
+			Expr         string `json:"expr"`
+			LegendFormat string `json:"legendFormat"`
 		} `json:"targets"`
 	} `json:"panels"`
 }
@@ -44,16 +45,39 @@ var labelValues = regexp.MustCompile(`^label_values\((.+),\s*[a-zA-Z_]+\)$`)
 // grafanaVars are Grafana's own interval variables, replaced by a duration for parsing.
 var grafanaVars = strings.NewReplacer("$__rate_interval", "5m", "$__interval", "1m", "$__range", "1h")
 
+// query is one PromQL expression of the alerts or the dashboard, and the labels its legend or
+// annotations show.
+type query struct {
+	expr  string
+	shows []string
+}
+
+// legendLabel and annotationLabel find the labels a legend ({{resource}}) or an alert's
+// annotation ({{ $labels.resource }}) shows.
+var (
+	legendLabel     = regexp.MustCompile(`\{\{\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*\}\}`)
+	annotationLabel = regexp.MustCompile(`\$labels\.([a-zA-Z_][a-zA-Z0-9_]*)`)
+)
+
+// submatches returns the first group of every match of re in s.
+func submatches(re *regexp.Regexp, s string) []string {
+	var out []string
+	for _, m := range re.FindAllStringSubmatch(s, -1) {
+		out = append(out, m[1])
+	}
+	return out
+}
+
 // dashboardQueries returns every PromQL expression of the dashboard by where it is, with
 // Grafana's interval variables replaced; the dashboard's own variables ($job) sit in label
 // values, where PromQL takes them as text.
-func dashboardQueries(t *testing.T) map[string]string {
+func dashboardQueries(t *testing.T) map[string]query {
 	t.Helper()
 	var d dashboard
 	if err := json.Unmarshal(mustRead(t, dashboardFile), &d); err != nil {
 		t.Fatalf("%s: %v", dashboardFile, err)
 	}
-	out := map[string]string{}
+	out := map[string]query{}
 	ids := map[int]bool{}
 	for _, p := range d.Panels {
 		if ids[p.ID] {
@@ -64,7 +88,7 @@ func dashboardQueries(t *testing.T) map[string]string {
 			t.Errorf("%s: panel %q has no query", dashboardFile, p.Title)
 		}
 		for i, tg := range p.Targets {
-			out["panel "+p.Title+" #"+string(rune('A'+i))] = grafanaVars.Replace(tg.Expr)
+			out["panel "+p.Title+" #"+string(rune('A'+i))] = query{grafanaVars.Replace(tg.Expr), submatches(legendLabel, tg.LegendFormat)}
 		}
 	}
 	for _, v := range d.Templating.List {
@@ -80,7 +104,7 @@ func dashboardQueries(t *testing.T) map[string]string {
 			t.Errorf("%s: variable %s query %q, want label_values(<selector>, <label>)", dashboardFile, v.Name, q)
 			continue
 		}
-		out["variable "+v.Name] = sel[1]
+		out["variable "+v.Name] = query{expr: sel[1]}
 	}
 	return out
 }
@@ -89,17 +113,18 @@ func dashboardQueries(t *testing.T) map[string]string {
 type promqlResult struct {
 	Expr    string   `json:"expr"`
 	Metrics []string `json:"metrics"`
+	Labels  []string `json:"labels"`
 	Error   string   `json:"error"`
 }
 
 // parsePromQL parses the expressions with the Prometheus parser (promql-check, built by
 // `make tools`) and returns the metric names each one reads, by the same keys.
-func parsePromQL(t *testing.T, exprs map[string]string) map[string]promqlResult {
+func parsePromQL(t *testing.T, queries map[string]query) map[string]promqlResult {
 	t.Helper()
-	names := keys(exprs)
+	names := keys(queries)
 	var in []string
 	for _, n := range names {
-		in = append(in, exprs[n])
+		in = append(in, queries[n].expr)
 	}
 	cmd := exec.Command(tool(t, "promql-check"))
 	cmd.Stdin = strings.NewReader(mustJSON(t, in))
@@ -121,17 +146,28 @@ func parsePromQL(t *testing.T, exprs map[string]string) map[string]promqlResult 
 // typeLine is a metric family's # TYPE line.
 var typeLine = regexp.MustCompile(`(?m)^# TYPE ([a-zA-Z_:][a-zA-Z0-9_:]*) (\w+)$`)
 
-// exposedMetrics returns the names of the series a /metrics text can hold: each family, and
-// a histogram's _bucket, _sum and _count.
-func exposedMetrics(text string) map[string]bool {
-	out := map[string]bool{}
-	for _, m := range typeLine.FindAllStringSubmatch(text, -1) {
-		out[m[1]] = true
-		if m[2] == "histogram" || m[2] == "summary" {
-			for _, suffix := range []string{"_bucket", "_sum", "_count"} {
-				out[m[1]+suffix] = true
+// seriesLine is one sample line: the series name and its labels.
+var (
+	seriesLine = regexp.MustCompile(`(?m)^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^\n]*\})? \S+$`)
+	labelName  = regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)="`)
+)
+
+// targetLabels are the labels Prometheus (through the operator's ServiceMonitor) adds to
+// every scraped series.
+var targetLabels = []string{"job", "namespace", "pod", "instance", "service", "endpoint", "container"}
+
+// exposedMetrics returns, for every series name a /metrics text holds (a histogram's
+// _bucket, _sum and _count included), the names of its labels.
+func exposedMetrics(text string) map[string][]string {
+	out := map[string][]string{}
+	for _, m := range seriesLine.FindAllStringSubmatch(text, -1) {
+		ls := out[m[1]]
+		for _, l := range submatches(labelName, m[2]) {
+			if !slices.Contains(ls, l) {
+				ls = append(ls, l)
 			}
 		}
+		out[m[1]] = ls
 	}
 	return out
 }
@@ -170,12 +206,12 @@ func TestMonitoringQueriesReadTheRelaysMetrics(t *testing.T) {
 	exposed := exposedMetrics(text)
 	p.Stop(t)
 
-	exprs := dashboardQueries(t)
+	queries := dashboardQueries(t)
 	for _, r := range render(t, releaseNS, []string{"monitoring.yaml"}, nil).prometheusRule(t).Spec.Groups[0].Rules {
-		exprs["rule "+r.Alert+r.Record] = r.Expr
+		queries["rule "+r.Alert+r.Record] = query{r.Expr, submatches(annotationLabel, r.Annotations["summary"]+r.Annotations["description"])}
 	}
 	read := map[string]bool{}
-	for where, res := range parsePromQL(t, exprs) {
+	for where, res := range parsePromQL(t, queries) {
 		if res.Error != "" {
 			t.Errorf("%s: %q does not parse: %s", where, res.Expr, res.Error)
 			continue
@@ -183,10 +219,19 @@ func TestMonitoringQueriesReadTheRelaysMetrics(t *testing.T) {
 		if len(res.Metrics) == 0 {
 			t.Errorf("%s: %q reads no metric", where, res.Expr)
 		}
+		known := slices.Clone(targetLabels)
 		for _, m := range res.Metrics {
 			read[m] = true
-			if !exposed[m] {
+			ls, ok := exposed[m]
+			if !ok {
 				t.Errorf("%s reads %s, which the relay does not export", where, m)
+			}
+			known = append(known, ls...)
+		}
+		// Every label it matches, groups by or shows is one of its metrics' (or a target label).
+		for _, l := range append(res.Labels, queries[where].shows...) {
+			if !slices.Contains(known, l) {
+				t.Errorf("%s uses label %s, which none of %v carries", where, l, res.Metrics)
 			}
 		}
 	}
@@ -199,7 +244,7 @@ func TestMonitoringQueriesReadTheRelaysMetrics(t *testing.T) {
 			t.Errorf("no query reads %s", m)
 		}
 	}
-	if !slices.ContainsFunc(keys(exprs), func(k string) bool { return strings.HasPrefix(k, "panel ") }) {
+	if !slices.ContainsFunc(keys(queries), func(k string) bool { return strings.HasPrefix(k, "panel ") }) {
 		t.Errorf("no dashboard panel query found in %s", dashboardFile)
 	}
 }

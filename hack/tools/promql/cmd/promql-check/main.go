@@ -1,11 +1,12 @@
 // Command promql-check parses PromQL expressions with the Prometheus parser at the pinned
-// version and lists the metric names each one selects. The chart tests use it to keep the
-// chart's alerts and Grafana dashboard honest: every expression parses, and every metric it
-// reads exists in a running relay's /metrics.
+// version and lists the metric names each one selects and the label names it matches or
+// groups by. The chart tests use it to keep the chart's alerts and Grafana dashboard honest:
+// every expression parses, and every metric and label it reads exists in a running relay's
+// /metrics.
 //
 // Input (stdin): a JSON array of expressions. Output (stdout): a JSON array with, for each
-// expression in order, {"expr": ..., "metrics": [...], "error": "..."}. It exits 1 only
-// when the input is not a JSON array of strings.
+// expression in order, {"expr": ..., "metrics": [...], "labels": [...], "error": "..."}. It
+// exits 1 only when the input is not a JSON array of strings.
 package main
 
 import (
@@ -22,6 +23,7 @@ import (
 type result struct {
 	Expr    string   `json:"expr"`
 	Metrics []string `json:"metrics"`
+	Labels  []string `json:"labels"`
 	Error   string   `json:"error,omitempty"`
 }
 
@@ -44,18 +46,38 @@ func main() {
 	}
 }
 
-// check parses one expression and collects the metric names of its vector selectors.
+// check parses one expression and collects the metric names of its vector selectors and the
+// label names of their matchers and of its aggregations' and joins' groupings.
 func check(p parser.Parser, expr string) result {
-	r := result{Expr: expr, Metrics: []string{}}
+	r := result{Expr: expr, Metrics: []string{}, Labels: []string{}}
+	label := func(names ...string) {
+		for _, n := range names {
+			if n != labels.MetricName && !slices.Contains(r.Labels, n) {
+				r.Labels = append(r.Labels, n)
+			}
+		}
+	}
 	node, err := p.ParseExpr(expr)
 	if err != nil {
 		r.Error = err.Error()
 		return r
 	}
 	parser.Inspect(node, func(n parser.Node, _ []parser.Node) error {
+		switch n := n.(type) {
+		case *parser.AggregateExpr:
+			label(n.Grouping...)
+		case *parser.BinaryExpr:
+			if n.VectorMatching != nil {
+				label(n.VectorMatching.MatchingLabels...)
+				label(n.VectorMatching.Include...)
+			}
+		}
 		vs, ok := n.(*parser.VectorSelector)
 		if !ok {
 			return nil
+		}
+		for _, m := range vs.LabelMatchers {
+			label(m.Name)
 		}
 		name := vs.Name
 		if name == "" { // {__name__="..."}
