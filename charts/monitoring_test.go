@@ -194,6 +194,16 @@ func ensurePrometheusRuleCRD(t *testing.T) {
 	waitServed(t, "prometheusrules", true)
 }
 
+// TestLintMonitoring lints the chart with every monitoring option set: helm lint renders in
+// lint mode, where the missing API is only logged, and checks the rest.
+func TestLintMonitoring(t *testing.T) {
+	args := append([]string{"lint", chartDir, "--strict", "--namespace", releaseNS}, helmArgs([]string{"monitoring.yaml"}, nil)...)
+	out, err := run(t, tool(t, "helm"), args...)
+	if err != nil || !strings.Contains(out, "1 chart(s) linted, 0 chart(s) failed") {
+		t.Errorf("helm lint: %v\n%s", err, out)
+	}
+}
+
 func TestTemplateServiceMonitorOptions(t *testing.T) {
 	type endpoint struct {
 		Interval          string           `json:"interval"`
