@@ -156,6 +156,7 @@ func TestHelmInstallWithoutThePrometheusRuleCRD(t *testing.T) {
 	out, err := run(t, tool(t, "helm"), "install", "relay", chartDir, "--kubeconfig", env.Kube.KubeconfigPath(), "--namespace", ns,
 		"--set", "prometheusRule.enabled=true")
 	if err == nil {
+		_, _ = run(t, tool(t, "helm"), "uninstall", "relay", "--kubeconfig", env.Kube.KubeconfigPath(), "--namespace", ns)
 		t.Fatalf("helm install without the PrometheusRule CRD succeeded:\n%s", out)
 	}
 	if !strings.Contains(err.Error(), "prometheusRule.enabled=true needs the "+prometheusRuleAPI+" API") {
@@ -387,13 +388,16 @@ func TestMonitoringObjectsApply(t *testing.T) {
 	}
 	checkDashboardConfigMap(t, cm, map[string]string{"grafana_dashboard": "1"})
 
-	// The stand-in CRD checks what the operator's does: a rule whose for is no duration.
-	bad := render(t, ns, nil, []string{"prometheusRule.enabled=true", "prometheusRule.extraRules[0].alert=Bad",
+	// The stand-in CRD checks what the operator's does: a rule whose for is no duration (in a
+	// namespace of its own, so that nothing but the schema can refuse it).
+	badNS := ns + "-bad"
+	ensureNamespace(t, cs, badNS)
+	bad := render(t, badNS, nil, []string{"prometheusRule.enabled=true", "prometheusRule.extraRules[0].alert=Bad",
 		"prometheusRule.extraRules[0].expr=vector(1)", "prometheusRule.extraRules[0].for=5 minutes"})
 	for _, o := range bad.all("PrometheusRule") {
 		path := t.TempDir() + "/bad.json"
 		writeFile(t, path, o.JSON)
-		if out, stderr, err := kubectl(t, "apply", "--server-side", "--dry-run=server", "-f", path); err == nil || !strings.Contains(stderr, "for") {
+		if out, stderr, err := kubectl(t, "apply", "--server-side", "--dry-run=server", "-f", path); err == nil || !strings.Contains(stderr, `.for: Invalid value: "5 minutes"`) {
 			t.Errorf("a rule with for: 5 minutes was accepted (err %v):\n%s%s", err, out, stderr)
 		}
 	}
