@@ -71,11 +71,26 @@ func (r *rendered) prometheusRule(t *testing.T) *prometheusRule {
 	return &pr
 }
 
+// kubernetesRelease finds the pinned Kubernetes release in hack/tools/kube/go.mod.
+var kubernetesRelease = regexp.MustCompile(`(?m)^require k8s.io/kubernetes (v[0-9.]+)$`)
+
+// templateArgs starts a helm template command line for release in ns without the
+// Prometheus Operator's kinds, for the Kubernetes version of the test apiserver (the one
+// hack/tools/kube pins), which the chart's kubeVersion may require.
+func templateArgs(t *testing.T, release, ns string) []string {
+	t.Helper()
+	m := kubernetesRelease.FindSubmatch(mustRead(t, "../hack/tools/kube/go.mod"))
+	if m == nil {
+		t.Fatal("hack/tools/kube/go.mod pins no k8s.io/kubernetes")
+	}
+	return []string{"template", release, chartDir, "--namespace", ns, "--kube-version", string(m[1])}
+}
+
 // renderRelease runs helm template for another release name than render's, as if the
 // cluster served the Prometheus Operator's kinds.
 func renderRelease(t *testing.T, release, ns string, sets ...string) *rendered {
 	t.Helper()
-	args := append([]string{"template", release, chartDir, "--namespace", ns}, monitoringAPIVersions...)
+	args := append(templateArgs(t, release, ns), monitoringAPIVersions...)
 	out, err := run(t, tool(t, "helm"), append(args, helmArgs(nil, sets)...)...)
 	if err != nil {
 		t.Fatal(err)
@@ -117,7 +132,7 @@ func TestMonitoringNeedsTheOperatorsAPIs(t *testing.T) {
 	} {
 		t.Run(tc.value, func(t *testing.T) {
 			want := []string{tc.value + "=true needs the " + tc.api + " API", "install the Prometheus Operator's CRDs", "--api-versions " + tc.api}
-			out, err := run(t, helm, "template", "relay", chartDir, "--set", tc.value+"=true")
+			out, err := run(t, helm, append(templateArgs(t, "relay", releaseNS), "--set", tc.value+"=true")...)
 			if err == nil {
 				t.Fatalf("helm template without the %s API succeeded, want it refused:\n%s", tc.api, out)
 			}
@@ -134,7 +149,7 @@ func TestMonitoringNeedsTheOperatorsAPIs(t *testing.T) {
 				t.Errorf("helm lint: got %v, want a pass that logs %q\n%s", err, want[0], b)
 			}
 			// The good neighbour: the API served, the object rendered.
-			if _, err := run(t, helm, "template", "relay", chartDir, "--set", tc.value+"=true", "--api-versions", tc.api); err != nil {
+			if _, err := run(t, helm, append(templateArgs(t, "relay", releaseNS), "--set", tc.value+"=true", "--api-versions", tc.api)...); err != nil {
 				t.Errorf("helm template with the %s API: %v", tc.api, err)
 			}
 		})
