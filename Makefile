@@ -15,7 +15,7 @@ build:
 	$(GO) build ./...
 
 ## tools: build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kwok,
-## nats-server, nats and helm into .bin (skipped when already built for the pinned versions).
+## nats-server, nats, helm and promql-check into .bin (skipped when already built for the pinned versions).
 tools:
 	hack/build-tools.sh
 

@@ -84,6 +84,9 @@ func helmArgs(files []string, sets []string) []string {
 func renderRaw(t *testing.T, ns string, files, sets []string) (string, error) {
 	t.Helper()
 	args := append([]string{"template", "relay", chartDir, "--namespace", ns, "--kube-version", kubeVersion(t)}, helmArgs(files, sets)...)
+	// As if the cluster served the Prometheus Operator's APIs, as the test bed's does once
+	// ensureServiceMonitorCRD ran (see monitoring_test.go for the render without them).
+	args = append(args, monitoringAPIVersions...)
 	return run(t, tool(t, "helm"), args...)
 }
 

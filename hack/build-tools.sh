@@ -2,7 +2,7 @@
 # Builds the binaries of the test bed and the local cluster from the pinned modules under
 # hack/tools into .bin (or $TESTENV_BIN_DIR): kube-apiserver, kube-controller-manager,
 # kube-scheduler and kubectl from k8s.io/kubernetes, kwok, etcd, nats-server and the nats CLI,
-# and helm for the chart tests.
+# and helm and promql-check (the Prometheus PromQL parser) for the chart tests.
 # A module's binaries are rebuilt only when its go.mod or go.sum, or the Go version, changed.
 set -euo pipefail
 
@@ -48,3 +48,4 @@ ldflags="-X k8s.io/component-base/version.gitVersion=$kube_version -X k8s.io/com
 	k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl
 build kwok sigs.k8s.io/kwok/cmd/kwok
 build helm helm.sh/helm/v3/cmd/helm
+build promql ./cmd/promql-check

@@ -32,7 +32,7 @@ var (
 )
 
 // metrics is the relay's Prometheus registry. Labels come from the configuration only
-// (resource, namespace) or from small fixed sets (type, origin, by): never from object names,
+// (resource, watched_namespace) or from small fixed sets (type, origin, by): never from object names,
 // so the number of series is bounded by what the relay is configured to watch.
 type metrics struct {
 	reg *prometheus.Registry
@@ -98,6 +98,7 @@ func newMetrics() *metrics {
 		Help: "1 while this process relays (holds the lease, or runs without leader election), 0 while it stands by."})
 	m.reg.MustRegister(m.published, m.oversize, m.publishErrors, m.publishRetries, m.publishDuration, m.lag,
 		m.lists, m.expired, m.ahead, m.replays, m.filtered, m.filterErrors, m.undeliverable, m.leader, &m.sampled,
+		buildInfo(),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -202,20 +203,29 @@ func (m *metrics) observe(sources []*relay.Source, ckpts *trackedCheckpoints, nc
 		m.publishErrors.WithLabelValues(res)
 		m.publishRetries.WithLabelValues(res)
 		m.expired.WithLabelValues(res)
+		m.ahead.WithLabelValues(res)
 	}
 	m.sampled.state.Store(&sampledState{sources: sources, ckpts: ckpts, nc: nc})
 }
 
+// sourceLabels label the series of one source: its resource and the namespace it watches
+// (empty for all namespaces). Not "namespace": the Prometheus Operator gives every scraped
+// series the namespace of the pod it scraped, and would rename ours exported_namespace.
+var sourceLabels = []string{"resource", "watched_namespace"}
+
 var (
 	bufferUsedDesc = prometheus.NewDesc(metricsNamespace+"_buffer_used",
-		"Changes waiting in the buffer between watch intake and publishing.", []string{"resource", "namespace"}, nil)
+		"Changes waiting in the buffer between watch intake and publishing.", sourceLabels, nil)
 	bufferCapacityDesc = prometheus.NewDesc(metricsNamespace+"_buffer_capacity",
-		"Capacity of the buffer between watch intake and publishing (RELAY_BUFFER_SIZE).", []string{"resource", "namespace"}, nil)
+		"Capacity of the buffer between watch intake and publishing (RELAY_BUFFER_SIZE).", sourceLabels, nil)
 	checkpointAgeDesc = prometheus.NewDesc(metricsNamespace+"_checkpoint_age_seconds",
 		"Seconds since this process last saved the resource's checkpoint (or loaded it, before its first save). A restart resumes from the checkpoint: beyond the apiserver's history (5-10 minutes) it relists.",
-		[]string{"resource", "namespace"}, nil)
+		sourceLabels, nil)
+	checkpointTimestampDesc = prometheus.NewDesc(metricsNamespace+"_checkpoint_timestamp_seconds",
+		"Unix time at which this process last saved the resource's checkpoint (or loaded it, before its first save): time() minus it is the checkpoint's age.",
+		sourceLabels, nil)
 	sourceReadyDesc = prometheus.NewDesc(metricsNamespace+"_resource_watching",
-		"1 while the resource is watched, 0 while it lists, re-opens its watch, or the server refuses it.", []string{"resource", "namespace"}, nil)
+		"1 while the resource is watched, 0 while it lists, re-opens its watch, or the server refuses it.", sourceLabels, nil)
 	natsConnectedDesc = prometheus.NewDesc(metricsNamespace+"_nats_connected",
 		"1 while the NATS connection is up, 0 while it is connecting, reconnecting or closed.", nil, nil)
 	natsReconnectsDesc = prometheus.NewDesc(metricsNamespace+"_nats_reconnects_total",
@@ -234,7 +244,7 @@ type sampledState struct {
 }
 
 func (c *sampledCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{bufferUsedDesc, bufferCapacityDesc, checkpointAgeDesc, sourceReadyDesc, natsConnectedDesc, natsReconnectsDesc} {
+	for _, d := range []*prometheus.Desc{bufferUsedDesc, bufferCapacityDesc, checkpointAgeDesc, checkpointTimestampDesc, sourceReadyDesc, natsConnectedDesc, natsReconnectsDesc} {
 		ch <- d
 	}
 }
@@ -263,6 +273,7 @@ func (c *sampledCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		if at, ok := st.ckpts.savedAt(s.Key()); ok {
 			ch <- prometheus.MustNewConstMetric(checkpointAgeDesc, prometheus.GaugeValue, now.Sub(at).Seconds(), res, ns)
+			ch <- prometheus.MustNewConstMetric(checkpointTimestampDesc, prometheus.GaugeValue, float64(at.UnixNano())/1e9, res, ns)
 		}
 	}
 }
@@ -274,8 +285,8 @@ func boolValue(b bool) float64 {
 	return 0
 }
 
-// trackedCheckpoints records when each checkpoint was last loaded or saved, for the age
-// metric, and reports conflicts (a checkpoint written by another process) to onConflict.
+// trackedCheckpoints records when each checkpoint was last loaded or saved, for the age and
+// timestamp metrics, and reports conflicts (a checkpoint written by another process) to onConflict.
 type trackedCheckpoints struct {
 	relay.Checkpointer
 	onConflict func(error)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"math"
 	"net/http"
+	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -121,6 +123,7 @@ func TestMetricsCountWhatTheRelayDoesAndShowNoSecrets(t *testing.T) {
 		{`kube_nats_relay_lists_total{origin="initial-sync",` + res + `}`, 1},
 		{`kube_nats_relay_lists_total{origin="relist",` + res + `}`, 0},
 		{`kube_nats_relay_resource_version_expired_total{` + res + `}`, 0},
+		{`kube_nats_relay_resource_version_ahead_total{` + res + `}`, 0},
 		{`kube_nats_relay_events_oversize_total{` + res + `}`, 0},
 		{`kube_nats_relay_publish_errors_total{` + res + `}`, 0},
 		{`kube_nats_relay_publish_retries_total{` + res + `}`, 0},
@@ -128,9 +131,9 @@ func TestMetricsCountWhatTheRelayDoesAndShowNoSecrets(t *testing.T) {
 		{`kube_nats_relay_replays_suppressed_total{by="dedup",` + res + `}`, 0},
 		{`kube_nats_relay_publish_duration_seconds_count{` + res + `}`, 6},
 		{`kube_nats_relay_pipeline_lag_seconds_count{` + res + `}`, 6},
-		{`kube_nats_relay_buffer_capacity{namespace="` + name + `",` + res + `}`, 1024},
-		{`kube_nats_relay_buffer_used{namespace="` + name + `",` + res + `}`, 0},
-		{`kube_nats_relay_resource_watching{namespace="` + name + `",` + res + `}`, 1},
+		{`kube_nats_relay_buffer_capacity{` + res + `,watched_namespace="` + name + `"}`, 1024},
+		{`kube_nats_relay_buffer_used{` + res + `,watched_namespace="` + name + `"}`, 0},
+		{`kube_nats_relay_resource_watching{` + res + `,watched_namespace="` + name + `"}`, 1},
 		{`kube_nats_relay_nats_connected`, 1},
 		{`kube_nats_relay_nats_reconnects_total`, 0},
 		{`kube_nats_relay_leader`, 1},
@@ -145,9 +148,20 @@ func TestMetricsCountWhatTheRelayDoesAndShowNoSecrets(t *testing.T) {
 			t.Errorf("%s: got %v, want %v", tt.series, got, tt.want)
 		}
 	}
-	age, ok := metricValue(text, `kube_nats_relay_checkpoint_age_seconds{namespace="`+name+`",`+res+`}`)
+	source := `{` + res + `,watched_namespace="` + name + `"}`
+	age, ok := metricValue(text, `kube_nats_relay_checkpoint_age_seconds`+source)
 	if !ok || age < 0 || age > 60 {
 		t.Errorf("checkpoint age: got %v (present %v), want 0-60s: the checkpoint was saved moments ago", age, ok)
+	}
+	checkpointed, ok := metricValue(text, `kube_nats_relay_checkpoint_timestamp_seconds`+source)
+	if now := float64(time.Now().Unix()); !ok || checkpointed < now-60 || checkpointed > now+1 {
+		t.Errorf("checkpoint timestamp: got %v (present %v), want within the last 60s of %v", checkpointed, ok, now)
+	}
+	checkBuildInfo(t, text)
+	for line := range strings.SplitSeq(text, "\n") {
+		if strings.HasPrefix(line, "kube_nats_relay_") && namespaceLabel.MatchString(line) {
+			t.Errorf("a series labelled namespace, which the Prometheus Operator renames exported_namespace: %s", line)
+		}
 	}
 	for _, family := range []string{"go_goroutines", "process_resident_memory_bytes"} {
 		if !strings.Contains(text, "\n"+family+" ") {
@@ -173,5 +187,41 @@ func TestMetricsCountWhatTheRelayDoesAndShowNoSecrets(t *testing.T) {
 		}
 	}
 	waitProbe(t, addr, "/healthz", http.StatusOK, "ok")
+
+	// The next change moves the checkpoint, and its timestamp with it.
+	if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: objName + "-2"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var later float64
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		later, _ = metricValue(scrape(t, addr), `kube_nats_relay_checkpoint_timestamp_seconds`+source)
+		return later > checkpointed, nil
+	})
+	if err != nil {
+		t.Errorf("checkpoint timestamp after a change: got %v, want past %v", later, checkpointed)
+	}
 	r.stop(t)
+}
+
+// namespaceLabel finds a label named exactly namespace in a series line.
+var namespaceLabel = regexp.MustCompile(`[{,]namespace="`)
+
+// buildInfoLine is kube_nats_relay_build_info's series; labels sort by name.
+var buildInfoLine = regexp.MustCompile(`(?m)^kube_nats_relay_build_info\{goversion="([^"]*)",revision="([^"]*)",version="([^"]*)"\} 1$`)
+
+// checkBuildInfo checks that the scrape has kube_nats_relay_build_info = 1 with the Go version
+// the relay was built with (this test's toolchain built it) and its version.
+func checkBuildInfo(t *testing.T, text string) {
+	t.Helper()
+	m := buildInfoLine.FindStringSubmatch(text)
+	if m == nil {
+		t.Errorf("kube_nats_relay_build_info{goversion,revision,version} 1: missing")
+		return
+	}
+	if m[1] != runtime.Version() {
+		t.Errorf("build_info goversion: got %q, want %q", m[1], runtime.Version())
+	}
+	if m[3] != version {
+		t.Errorf("build_info version: got %q, want %q (the binary is not stamped)", m[3], version)
+	}
 }

@@ -16,30 +16,37 @@ func buildVersion() string {
 	if version != "dev" {
 		return version
 	}
-	info, ok := debug.ReadBuildInfo()
-	if !ok {
-		return version
-	}
-	var rev, modified string
-	for _, s := range info.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.modified":
-			modified = s.Value
-		}
-	}
+	rev, modified := vcsRevision()
 	if len(rev) > 12 {
 		rev = rev[:12]
 	}
 	switch {
 	case rev == "":
 		return version
-	case modified == "true":
+	case modified:
 		return version + "-" + rev + "-dirty"
 	default:
 		return version + "-" + rev
 	}
+}
+
+// vcsRevision returns the commit Go recorded when it built the binary from a checkout, and
+// whether the work tree had changes; rev is empty when nothing was recorded (-buildvcs=false,
+// a build outside a repository).
+func vcsRevision() (rev string, modified bool) {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "", false
+	}
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			modified = s.Value == "true"
+		}
+	}
+	return rev, modified
 }
 
 // printVersion writes what `relay --version` prints.
