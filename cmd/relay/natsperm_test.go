@@ -34,10 +34,21 @@ const (
 	refusalWait = 10 * time.Second
 )
 
-// permissionsConfig returns the nats-server configuration of docs/operations.md with
-// permissionsNamespace replaced by ns, preceded by the password variables it reads, and those
-// passwords by user ("relay", "admin" and ns).
-func permissionsConfig(t *testing.T, ns string) (string, map[string]string) {
+// permissionNames are the names the documented permissions are written for; documented
+// returns them as written.
+type permissionNames struct {
+	Cluster, Stream, Checkpoints, Index, Namespace string
+}
+
+func documented() permissionNames {
+	return permissionNames{Cluster: "prod", Stream: "KUBE", Checkpoints: "kube-relay-checkpoints", Index: "kube-relay-index",
+		Namespace: permissionsNamespace}
+}
+
+// permissionsConfig returns the nats-server configuration of docs/operations.md for names,
+// preceded by the password variables it reads, and those passwords by user ("relay",
+// "admin" and the namespace).
+func permissionsConfig(t *testing.T, names permissionNames) (string, map[string]string) {
 	t.Helper()
 	doc, err := os.ReadFile(permissionsDoc)
 	if err != nil {
@@ -52,11 +63,36 @@ func permissionsConfig(t *testing.T, ns string) (string, map[string]string) {
 	if end < 0 || !strings.HasSuffix(text[:at], "```\n") {
 		t.Fatalf("%s: %q is not the first line of a fenced block", permissionsDoc, permissionsMarker)
 	}
-	block := strings.ReplaceAll(text[at:at+end], permissionsNamespace, ns)
-	pw := map[string]string{"relay": "r-" + rand.Text(), "admin": "a-" + rand.Text(), ns: "c-" + rand.Text()}
+	// The namespace first: the names put in after it are test names, which do not hold
+	// the other documented names.
+	block := strings.NewReplacer(permissionsNamespace, names.Namespace).Replace(text[at : at+end])
+	block = strings.NewReplacer(
+		"kube.prod.", "kube."+names.Cluster+".",
+		"kube-relay-checkpoints", names.Checkpoints,
+		"kube-relay-index", names.Index,
+		"KUBE", names.Stream,
+	).Replace(block)
+	pw := map[string]string{"relay": "r-" + rand.Text(), "admin": "a-" + rand.Text(), names.Namespace: "c-" + rand.Text()}
 	vars := fmt.Sprintf("RELAY_PASSWORD: %q\nADMIN_PASSWORD: %q\n%s_PASSWORD: %q\n",
-		pw["relay"], pw["admin"], strings.ToUpper(permissionsNamespace), pw[ns])
+		pw["relay"], pw["admin"], strings.ToUpper(permissionsNamespace), pw[names.Namespace])
 	return vars + block + "\n", pw
+}
+
+// checkNoRelayViolations fails the test for every permissions violation of the relay's user
+// in the cluster's logs.
+func checkNoRelayViolations(t *testing.T, cluster *testenv.NATSCluster) {
+	t.Helper()
+	for _, node := range cluster.Nodes {
+		log, err := os.ReadFile(node.LogPath())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(log), "\n") {
+			if strings.Contains(line, `/user:relay"`) && strings.Contains(line, "Violation") {
+				t.Errorf("relay refused: %s", line)
+			}
+		}
+	}
 }
 
 // asyncErrors records a connection's asynchronous errors, where nats.go reports the server's
@@ -119,7 +155,9 @@ func TestNATSPermissionsConfineRelayAndConsumers(t *testing.T) {
 	defer cancel()
 	mine := testName(t)
 	other := mine + "x"
-	conf, pw := permissionsConfig(t, mine)
+	names := documented()
+	names.Namespace = mine
+	conf, pw := permissionsConfig(t, names)
 	cluster, err := testenv.StartNATSCluster(ctx, env.TempDir(t), 3, testenv.NATSOptions{Auth: conf})
 	if err != nil {
 		t.Fatalf("start nats cluster: %v", err)
@@ -308,17 +346,7 @@ func TestNATSPermissionsConfineRelayAndConsumers(t *testing.T) {
 	r.stop(t)
 
 	// The relay did all of it without a single refusal.
-	for _, node := range cluster.Nodes {
-		log, err := os.ReadFile(node.LogPath())
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, line := range strings.Split(string(log), "\n") {
-			if strings.Contains(line, `/user:relay"`) && strings.Contains(line, "Violation") {
-				t.Errorf("relay refused: %s", line)
-			}
-		}
-	}
+	checkNoRelayViolations(t, cluster)
 }
 
 // setData sets ConfigMap ns/settings' data.v.
