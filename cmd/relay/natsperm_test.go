@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/kube-nats-relay/kube-nats-relay/consumer"
 	"github.com/kube-nats-relay/kube-nats-relay/event"
 	"github.com/kube-nats-relay/kube-nats-relay/internal/testenv"
 	"github.com/kube-nats-relay/kube-nats-relay/relay"
@@ -249,9 +250,15 @@ func TestNATSPermissionsConfineRelayAndConsumers(t *testing.T) {
 	consumerConfig := func(filter string) jetstream.ConsumerConfig {
 		return jetstream.ConsumerConfig{Durable: mine, FilterSubject: filter, AckPolicy: jetstream.AckExplicitPolicy}
 	}
-	cons, err := js.CreateOrUpdateConsumer(ctx, stream, consumerConfig("kube.prod.*.*.*."+mine+".>"))
+	// As documented: the consumer package's Durable, with the namespace's event.Filter.
+	filter := event.Filter{Prefix: "kube", Cluster: "prod", Namespace: mine}.String()
+	cons, err := consumer.Durable(ctx, js, stream, mine, []string{filter})
 	if err != nil {
 		t.Fatalf("create the namespace's consumer: %v", err)
+	}
+	// A restarted service binds it again.
+	if _, err := consumer.Durable(ctx, js, stream, mine, []string{filter}); err != nil {
+		t.Fatalf("bind the namespace's consumer again: %v", err)
 	}
 	live, err := nc.SubscribeSync("kube.prod.*.*.*." + mine + ".>")
 	if err != nil {
