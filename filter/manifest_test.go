@@ -47,6 +47,26 @@ func zipBase64(t *testing.T, s string) string {
 	return base64.StdEncoding.EncodeToString(buf.Bytes())
 }
 
+// zipTwo returns a zip archive in base64 with two files, which k8s-objectmatcher never writes.
+func zipTwo(t *testing.T) string {
+	t.Helper()
+	var buf bytes.Buffer
+	w := zip.NewWriter(&buf)
+	for _, name := range []string{"original", "other"} {
+		f, err := w.Create(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.Write([]byte(appliedCM)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return base64.StdEncoding.EncodeToString(buf.Bytes())
+}
+
 // unpack decodes an annotation value of any of the encodings into its JSON text.
 func unpack(t *testing.T, s string) string {
 	t.Helper()
@@ -124,6 +144,9 @@ func TestShapeRedactsSensitivePathsInsideManifestAnnotations(t *testing.T) {
 		{"an unparseable manifest is dropped whole", "kapp.k14s.io/original", `{"data":{"token":"s3cret"`, ""},
 		{"a manifest that is no JSON object is dropped whole", "kapp.k14s.io/original", `["s3cret"]`, ""},
 		{"corrupt gzip is dropped whole", "objectset.rio.cattle.io/applied", base64.RawStdEncoding.EncodeToString([]byte("s3cret")), ""},
+		{"gzip that inflates past the bound is dropped whole", "objectset.rio.cattle.io/applied",
+			gzipBase64(t, `{"data":{"token":"s3cret","pad":"`+strings.Repeat("0", maxManifestSize)+`"}}`), ""},
+		{"a zip of two files is dropped whole", "banzaicloud.com/last-applied", zipTwo(t), ""},
 		{"kapp's diff annotation, which redaction cannot walk, is dropped whole", "kapp.k14s.io/original-diff", `- data.token: s3cret`, ""},
 		{"a manifest without the sensitive value is kept as it is", "kapp.k14s.io/original", `{"data":{"mode":"on"}}`, `{"data":{"mode":"on"}}`},
 	}
@@ -271,4 +294,51 @@ func member(obj map[string]any, path ...string) any {
 		cur = m[p]
 	}
 	return cur
+}
+
+// FuzzShapeManifestAnnotations feeds arbitrary values to the whole-manifest annotations:
+// Shape never panics, never modifies its input, and a manifest it rewrites as JSON holds no
+// sensitive value (data.token is gone, null, or blanked).
+func FuzzShapeManifestAnnotations(f *testing.F) {
+	f.Add("kapp.k14s.io/original", appliedCM)
+	f.Add("objectset.rio.cattle.io/applied", appliedCM)
+	f.Add("banzaicloud.com/last-applied", base64.StdEncoding.EncodeToString([]byte(appliedCM)))
+	f.Add(lastAppliedAnnotation, `{"metadata":{"annotations":{"kapp.k14s.io/original":"{\\"data\\":{\\"token\\":\\"s3cret\\"}}"}}}`)
+	f.Add("kapp.k14s.io/original", `{"data":{"token":{"nested":"s3cret"}}}`)
+	f.Add("kapp.k14s.io/original", `{"data":[1,2]} `)
+	p, err := Compile(Rule{Sensitive: []string{"data.token"}, StripLastApplied: new(false)}, cmRes)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, key, value string) {
+		in := manifestWith(t, key, value)
+		orig := deepCopy(t, in)
+		out := p.Shape(in)
+		if !reflect.DeepEqual(in, orig) {
+			t.Fatalf("Shape modified its input")
+		}
+		got, ok := member(out, "metadata", "annotations", key).(string)
+		if !ok || got == member(in, "metadata", "annotations", key) || !strings.HasPrefix(got, "{") {
+			return // dropped, unchanged, or encoded (the table tests read those)
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(got), &m); err != nil {
+			t.Fatalf("published %q under %s: %v", got, key, err)
+		}
+		switch token := member(m, "data", "token").(type) {
+		case nil:
+		case string:
+			if token != "" {
+				t.Fatalf("published %q under %s", got, key)
+			}
+		case map[string]any:
+			for _, v := range token {
+				if v != "" {
+					t.Fatalf("published %q under %s", got, key)
+				}
+			}
+		default:
+			t.Fatalf("published %q under %s", got, key)
+		}
+	})
 }
