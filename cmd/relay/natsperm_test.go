@@ -149,8 +149,8 @@ func connectAs(t *testing.T, urls, user, password string, errs *asyncErrors, opt
 // TestNATSPermissionsConfineRelayAndConsumers runs the relay and a consumer of one namespace
 // under the permissions docs/operations.md gives, on a 3-node JetStream cluster: the relay
 // works (initial sync, checkpoints, index, mirror, a restart that resumes, one that relists)
-// without a single permissions violation, the consumer gets its namespace's events, and every way to read
-// another namespace or to write what the relay keeps is refused.
+// without a single permissions violation, the consumer gets its namespace's events, and every
+// way to read another namespace or to write what the relay keeps is refused.
 func TestNATSPermissionsConfineRelayAndConsumers(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -191,7 +191,8 @@ func TestNATSPermissionsConfineRelayAndConsumers(t *testing.T) {
 	for _, k := range []string{"RELAY_STREAM", "RELAY_CHECKPOINT_BUCKET", "RELAY_INDEX_BUCKET"} {
 		delete(vars, k)
 	}
-	const stream, checkpoints, index, mirror = "KUBE", "kube-relay-checkpoints", "kube-relay-index", "kube-relay-mirror"
+	stream, checkpoints, index := names.Stream, names.Checkpoints, names.Index
+	const mirror = "kube-relay-mirror" // RELAY_MIRROR_BUCKET's default, as documented
 	for k, v := range map[string]string{
 		"NATS_URL": cluster.URLs(), "RELAY_NATS_USER": "relay", "RELAY_NATS_PASSWORD": pw["relay"],
 		"RELAY_CLUSTER": "prod", "RELAY_STREAM_REPLICAS": "3",
