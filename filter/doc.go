@@ -83,8 +83,15 @@
 // (keys kept) and any other matched value with "" (null stays null). For
 // core Secrets, unless the rule sets redactSecrets: false, every value of
 // data and stringData is redacted and the last-applied annotation is
-// always removed, because it repeats the data in clear. Redacted lists the
-// redacted paths for a message header. Because redaction happens before
+// always removed, because it repeats the data in clear. The same paths are
+// redacted inside the annotations that hold a copy of the whole object
+// (kubectl's last-applied configuration when the rule keeps it, kapp's
+// original, wrangler's applied, k8s-objectmatcher's last-applied), which
+// keep their encoding (JSON, gzip or zip in base64), and inside the copies
+// nested in those, up to maxManifestDepth deep; such an annotation that
+// cannot be decoded, is nested deeper, or that redaction cannot walk
+// (kapp's debugging diffs), is dropped whole. Redacted lists the redacted paths for a
+// message header. Because redaction happens before
 // Decide, a change of a redacted value alone is a change of
 // metadata.resourceVersion only: with quiet updates on it is suppressed.
 //

@@ -13,8 +13,10 @@ const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
 // metadata.managedFields and the last-applied annotation (each unless the
 // rule turns it off; for core Secrets being redacted the annotation is
 // always removed, since it repeats the data in clear), redact (Secret data
-// and stringData values, the rule's sensitive paths), then project onto
-// the rule's fields plus IdentityFields.
+// and stringData values, the rule's sensitive paths, in the object and in
+// the copies of it that whole-manifest annotations hold: see
+// manifestAnnotations), then project onto the rule's fields plus
+// IdentityFields.
 //
 // Shape never modifies obj: it copies only the maps and lists on the way
 // to what it changes (copy on write) and shares everything else with obj,
@@ -26,6 +28,7 @@ func (p *Program) Shape(obj map[string]any) map[string]any {
 		if v, changed := redactValue(out, p.redact); changed {
 			out = v.(map[string]any)
 		}
+		out = p.redactManifests(out)
 	}
 	if p.project != nil {
 		v, _ := projectValue(out, p.project)

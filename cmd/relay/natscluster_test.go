@@ -20,12 +20,24 @@ func TestFaultNATSClusterNodeKilled(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cluster, err := testenv.StartNATSCluster(ctx, env.TempDir(t), 3, testenv.NATSOptions{})
+	// The relay runs under the permissions docs/operations.md gives (the checker as the
+	// administrator): a stream leader's failover must need no subject beyond them.
+	f := newFaultEnv(t, "")
+	conf, pw := permissionsConfig(t, permissionNames{Cluster: f.name, Stream: f.vars["RELAY_STREAM"],
+		Checkpoints: f.vars["RELAY_CHECKPOINT_BUCKET"], Index: f.vars["RELAY_INDEX_BUCKET"], Namespace: f.name})
+	cluster, err := testenv.StartNATSCluster(ctx, env.TempDir(t), 3, testenv.NATSOptions{Auth: conf})
 	if err != nil {
 		t.Fatalf("start nats cluster: %v", err)
 	}
 	t.Cleanup(cluster.Stop)
-	f := newFaultEnv(t, cluster.URLs())
+	t.Cleanup(func() { checkNoRelayViolations(t, cluster) })
+	admin := make([]string, len(cluster.Nodes))
+	for i, node := range cluster.Nodes {
+		admin[i] = strings.Replace(node.URL(), "nats://", "nats://admin:"+pw["admin"]+"@", 1)
+	}
+	f.natsURL = strings.Join(admin, ",")
+	f.vars["NATS_URL"] = cluster.URLs()
+	f.vars["RELAY_NATS_USER"], f.vars["RELAY_NATS_PASSWORD"] = "relay", pw["relay"]
 	f.vars["RELAY_STREAM_REPLICAS"] = "3"
 	js := f.js()
 	// Right after the cluster starts its meta leader may still be settling: wait until it

@@ -113,6 +113,9 @@ func (s *NATSServer) URL() string { return s.url }
 // MonitorURL is the server's HTTP monitoring URL (/healthz, /varz, /jsz).
 func (s *NATSServer) MonitorURL() string { return s.monitor }
 
+// LogPath is the file the server's output (its log) goes to.
+func (s *NATSServer) LogPath() string { return s.proc.logPath }
+
 // StoreDir is the JetStream storage directory, kept across Kill and Start.
 func (s *NATSServer) StoreDir() string { return filepath.Join(s.dir, "jetstream") }
 
