@@ -142,7 +142,7 @@ func TestHelmTestHookChecksReadinessAndAnEvent(t *testing.T) {
 	}
 
 	// The relay as the chart runs it.
-	kubeconfig := chartIdentity(t, r, name, 3)
+	kubeconfig := chartIdentity(t, r, name, 5)
 	p := relaytest.Start(t, relayBin, chartVars(t, r, name, kubeconfig))
 	addr := regexp.MustCompile(`"addr":"([^"]+)"`).FindStringSubmatch(waitLine(t, p, "serving /healthz"))
 	if addr == nil {
@@ -202,7 +202,7 @@ func TestTemplateHelmTestPod(t *testing.T) {
 			t.Errorf("test env %+v, want the relay's %+v", e, relayEnv[e.Name])
 		}
 	}
-	want := []string{"NATS_URL", "RELAY_NATS_CREDS", "RELAY_NATS_PASSWORD", "RELAY_NATS_TLS_CA", "RELAY_NATS_TLS_CERT", "RELAY_NATS_TLS_KEY", "RELAY_NATS_USER"}
+	want := []string{"NATS_URL", "RELAY_NATS_CREDS", "RELAY_NATS_TLS_CA", "RELAY_NATS_TLS_CERT", "RELAY_NATS_TLS_KEY"}
 	if !slices.Equal(names, want) {
 		t.Errorf("test env %q, want %q", names, want)
 	}

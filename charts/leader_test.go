@@ -24,7 +24,7 @@ func TestTemplateLeaderElectionIsOnForOneReplica(t *testing.T) {
 				t.Errorf("strategy %s, want RollingUpdate", d.Spec.Strategy.Type)
 			}
 			checkEnv(t, d, map[string]string{"RELAY_LEADER_ELECT": "true", "RELAY_LEADER_ELECTION_LEASE": fullname})
-			checkRBAC(t, r, rbacWant{cluster: listWatch("/configmaps", "apps/deployments")})
+			checkRBAC(t, r, rbacWant{cluster: listWatch("apps/deployments")})
 		})
 	}
 }
@@ -48,7 +48,7 @@ func TestTemplateWithoutLeaderElectionPodsAreRecreated(t *testing.T) {
 				t.Errorf("strategy %+v, want Recreate (never two relays without leader election)", d.Spec.Strategy)
 			}
 			checkEnv(t, d, map[string]string{"RELAY_LEADER_ELECT": "false", "RELAY_LEADER_ELECTION_LEASE": ""})
-			checkRBAC(t, r, rbacWant{cluster: listWatch("/configmaps", "apps/deployments"), noLease: true})
+			checkRBAC(t, r, rbacWant{cluster: listWatch("apps/deployments"), noLease: true})
 		})
 	}
 }

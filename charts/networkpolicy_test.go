@@ -72,9 +72,13 @@ func TestTemplateNetworkPolicy(t *testing.T) {
 		ingress []policyRule
 		egress  []policyRule
 	}{
-		{"nats urls: ports from the URLs", nil, []string{"networkPolicy.enabled=true", "nats.urls={nats://a:4222,tls://user:pw@b.nats:7422,wss://c,d}"},
+		{"nats urls: ports from the URLs", nil, []string{"networkPolicy.enabled=true", "nats.urls={nats://a:4222,tls://user:pw@b.nats:7422,d}"},
 			[]policyRule{{"TCP/http", nil}},
-			[]policyRule{apiserverRule, {"TCP/4222,TCP/7422,TCP/443", nil}, dnsRule}},
+			[]policyRule{apiserverRule, {"TCP/4222,TCP/7422", nil}, dnsRule}},
+		// The relay takes websocket or plain URLs, never both (the chart refuses the mix).
+		{"websocket urls: ports from the URLs", nil, []string{"networkPolicy.enabled=true", "nats.urls={wss://c,ws://e}"},
+			[]policyRule{{"TCP/http", nil}},
+			[]policyRule{apiserverRule, {"TCP/443,TCP/80", nil}, dnsRule}},
 		{"peers and ports given", nil, []string{"networkPolicy.enabled=true",
 			"networkPolicy.metrics.from[0].namespaceSelector.matchLabels.team=monitoring",
 			"networkPolicy.apiserver.cidrs={10.0.0.10/32}", "networkPolicy.apiserver.ports={6443}",

@@ -56,7 +56,7 @@ func TestTemplateRefusesWhatTheRBACCannotFollow(t *testing.T) {
 		{"short name of two resources", []string{"relay.resources={ev}"}, []string{`relay.resources: "ev"`, "events, events.events.k8s.io"}},
 		{"two names of one resource", []string{"relay.resources={configmaps,cm}"}, []string{`"configmaps" and "cm"`, "/configmaps"}},
 		{"two names of one resource in rules", []string{"relay.resources={deployments.apps}", "rules.resources[0].resource=deploy"}, []string{`"deployments.apps" and "deploy"`}},
-		{"unknown name in mirrorResources", []string{"relay.mirrorResources={cms}"}, []string{`relay.mirrorResources: "cms"`}},
+		{"unknown name in mirrorResources", []string{"relay.mirrorResources={cms}"}, []string{`relay.mirrorResources (RELAY_MIRROR_RESOURCES) "cms": not relayed`}},
 		{"unknown name in clusterScopedResources", []string{"rbac.clusterScopedResources={gadgets}"}, []string{`rbac.clusterScopedResources: "gadgets"`}},
 		{"env RELAY_RESOURCES", []string{"env.RELAY_RESOURCES=secrets"}, []string{"RELAY_RESOURCES", "relay.resources"}},
 		{"env RELAY_NAMESPACES", []string{"env.RELAY_NAMESPACES=team-a"}, []string{"RELAY_NAMESPACES", "relay.namespaces"}},

@@ -47,5 +47,10 @@ ldflags="-X k8s.io/component-base/version.gitVersion=$kube_version -X k8s.io/com
 	build kube k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
 	k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl
 build kwok sigs.k8s.io/kwok/cmd/kwok
-build helm helm.sh/helm/v3/cmd/helm
+# helm's release builds stamp the Kubernetes version of its client-go as the one `helm template`
+# and `helm lint` assume without a cluster; unstamped they assume v1.20, below the chart's
+# kubeVersion.
+helm_minor="$(cd "$root/hack/tools/helm" && go list -m -f '{{.Version}}' k8s.io/client-go | cut -d. -f2)"
+ldflags="-X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$helm_minor -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=$helm_minor" \
+	build helm helm.sh/helm/v3/cmd/helm
 build promql ./cmd/promql-check
