@@ -266,6 +266,8 @@ func TestConfigInvalid(t *testing.T) {
 		{"bad bucket name", map[string]string{"RELAY_CHECKPOINT_BUCKET": "kube.checkpoints"}, "RELAY_CHECKPOINT_BUCKET", "kube.checkpoints"},
 		{"bad nats url scheme", map[string]string{"NATS_URL": "http://a:4222"}, "NATS_URL", "http://a:4222"},
 		{"bad nats url port", map[string]string{"NATS_URL": "nats://a:42x2"}, "NATS_URL", "nats://a:42x2"},
+		{"nats url port above 65535", map[string]string{"NATS_URL": "nats://a:4222,nats://b:65536"}, "NATS_URL", "nats://b:65536"},
+		{"nats url port 0", map[string]string{"NATS_URL": "tls://a:0"}, "NATS_URL", "tls://a:0"},
 		{"mixed websocket urls", map[string]string{"NATS_URL": "ws://a:80,nats://b:4222"}, "NATS_URL", "ws://a:80,nats://b:4222"},
 	}
 	for _, tt := range tests {

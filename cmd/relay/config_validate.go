@@ -157,6 +157,10 @@ func checkNATSURLs(ps *problems, name string, urls CommaList) {
 		case u.Hostname() == "":
 			ps.add(name, redactURL(item), "missing host")
 			continue
+		case !validURLPort(u.Port()):
+			// url.Parse takes any digits; nats.go would retry such a port forever.
+			ps.add(name, redactURL(item), "port must be a number from 1 to 65535")
+			continue
 		}
 		switch u.Scheme {
 		case "nats", "tls":
@@ -170,6 +174,13 @@ func checkNATSURLs(ps *problems, name string, urls CommaList) {
 	if websocket && plain {
 		ps.add(name, redactURL(urls.Raw), "cannot mix websocket (ws, wss) and plain (nats, tls) URLs")
 	}
+}
+
+// validURLPort reports whether p, a URL's port (digits, as url.Parse leaves it), is empty
+// (the scheme's default) or a TCP port a client can dial.
+func validURLPort(p string) bool {
+	n, err := strconv.Atoi(p)
+	return p == "" || err == nil && n >= 1 && n <= 65535
 }
 
 func (c Config) validateSelection(ps *problems) *filter.File {

@@ -112,6 +112,7 @@ func TestParseTailRejects(t *testing.T) {
 		{name: "resource as a kind", args: []string{"--resource", "Deployment"}, vars: []string{"--resource"}},
 		{name: "reserved prefix", args: []string{"--prefix", "$JS"}, vars: []string{"--prefix"}},
 		{name: "empty stream and server", args: []string{"--stream", "", "--server", " "}, vars: []string{"--server", "--stream"}},
+		{name: "server port out of range", args: []string{"--server", "nats://a:99999"}, vars: []string{"--server"}},
 		{name: "positional argument", args: []string{"pods"}, vars: []string{"argument"}},
 		{name: "unknown flag", args: []string{"--follow"}, vars: []string{"argument"}},
 		{name: "several at once", args: []string{"--type", "x", "--since", "y"}, vars: []string{"--type", "--since"}},
