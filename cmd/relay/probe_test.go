@@ -77,10 +77,14 @@ func TestParseProbeRejects(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := parseProbe(tt.args, io.Discard)
+			var stderr strings.Builder
+			_, err := parseProbe(tt.args, &stderr)
 			var cfgErr *ConfigError
 			if !errors.As(err, &cfgErr) {
 				t.Fatalf("parseProbe: got error %v, want a *ConfigError", err)
+			}
+			if stderr.Len() > 0 {
+				t.Errorf("stderr: got %q, want nothing (the usage is for --help only)", stderr.String())
 			}
 			var got []string
 			for _, p := range cfgErr.Problems {

@@ -189,16 +189,18 @@ func parseTail(args []string, env tailEnv, now time.Time, stderr io.Writer) (tai
 	fs.BoolVar(&o.json, "json", false, "print one JSON object per event, body included")
 	fs.IntVar(&o.count, "count", 0, "exit after this many events (default: follow until interrupted)")
 	fs.DurationVar(&o.timeout, "timeout", 0, "with --count: fail when the events have not arrived within this time (30s, 2m)")
-	fs.Usage = func() {
+	usage := func() {
 		fmt.Fprintln(stderr, "relay tail: follow the relay's stream and print one line per event.")
 		fmt.Fprintln(stderr, "NATS credentials come from the relay's RELAY_NATS_* variables.")
 		fmt.Fprintln(stderr, "Flags:")
 		fs.SetOutput(stderr)
 		fs.PrintDefaults()
 	}
+	fs.Usage = func() {} // Parse calls it on every error, not only for -h
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return tailOptions{}, err // Parse has printed the usage
+			usage()
+			return tailOptions{}, err
 		}
 		return tailOptions{}, &ConfigError{Problems: []Problem{{Var: "argument", Value: redactArgs(args),
 			Reason: redactUserinfo(err.Error(), args...) + " (relay tail --help lists the flags)"}}}

@@ -119,10 +119,14 @@ func TestParseTailRejects(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := parseTail(tt.args, tailEnv{}, time.Now(), io.Discard)
+			var stderr strings.Builder
+			_, err := parseTail(tt.args, tailEnv{}, time.Now(), &stderr)
 			var cfgErr *ConfigError
 			if !errors.As(err, &cfgErr) {
 				t.Fatalf("parseTail: got error %v, want a *ConfigError", err)
+			}
+			if stderr.Len() > 0 {
+				t.Errorf("stderr: got %q, want nothing (the usage is for --help only)", stderr.String())
 			}
 			var got []string
 			for _, p := range cfgErr.Problems {
