@@ -55,14 +55,14 @@ type Config struct {
 	// NATSToken authenticates with a token.
 	NATSToken Secret `envconfig:"RELAY_NATS_TOKEN" desc:"NATS authentication token"`
 	// NATSCreds is a credentials file (user JWT and NKey seed).
-	NATSCreds string `envconfig:"RELAY_NATS_CREDS" desc:"NATS credentials file (JWT and seed)"`
+	NATSCreds string `envconfig:"RELAY_NATS_CREDS" desc:"NATS credentials file (JWT and seed); only with NATS_URL (the embedded server cannot verify it)"`
 	// NATSNKey is an NKey seed file.
 	NATSNKey string `envconfig:"RELAY_NATS_NKEY" desc:"NATS NKey seed file"`
 	// NATSTLSCA, NATSTLSCert and NATSTLSKey are PEM files: the CA that
 	// verifies the server, and a client certificate with its key.
-	NATSTLSCA   string `envconfig:"RELAY_NATS_TLS_CA" desc:"PEM file of the CA that verifies the NATS server"`
-	NATSTLSCert string `envconfig:"RELAY_NATS_TLS_CERT" desc:"PEM client certificate for NATS; requires RELAY_NATS_TLS_KEY"`
-	NATSTLSKey  string `envconfig:"RELAY_NATS_TLS_KEY" desc:"PEM private key of RELAY_NATS_TLS_CERT"`
+	NATSTLSCA   string `envconfig:"RELAY_NATS_TLS_CA" desc:"PEM file of the CA that verifies the NATS server; only with NATS_URL (the embedded server serves no TLS)"`
+	NATSTLSCert string `envconfig:"RELAY_NATS_TLS_CERT" desc:"PEM client certificate for NATS; requires RELAY_NATS_TLS_KEY; only with NATS_URL"`
+	NATSTLSKey  string `envconfig:"RELAY_NATS_TLS_KEY" desc:"PEM private key of RELAY_NATS_TLS_CERT; only with NATS_URL"`
 
 	// Selection.
 
