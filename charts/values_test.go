@@ -453,6 +453,13 @@ func TestChartRefusesValuesTheRelayRefusesOrIgnores(t *testing.T) {
 			want: "nats.urls", badEnv: map[string]string{"NATS_URL": "wss://a:443,nats://b:4222"},
 		},
 		{
+			name:  "NATS_URL through env with the embedded server's values",
+			files: []string{"embedded.yaml"},
+			bad:   []string{"env.NATS_URL=nats://nats:4222"}, good: []string{"env.NATS_URL=nats://nats:4222", "nats.urls={nats://nats:4222}"},
+			want: "nats.urls",
+		},
+		{name: "http address through env", bad: []string{"env.RELAY_HTTP_ADDR=:9090"}, good: []string{"http.port=9090"}, want: "http.port"},
+		{
 			name: "mirror resource not relayed",
 			bad:  []string{"relay.mirrorResources={deployments}"}, good: []string{"relay.mirrorResources={deployments.apps}"},
 			want: "relay.mirrorResources", badEnv: map[string]string{"RELAY_MIRROR_RESOURCES": "deployments"},

@@ -208,6 +208,14 @@ Arguments: dict "env" the rendered environment "var" name "ranges" the relayRang
 {{- if and $plain $websocket }}
 {{- $problems = append $problems "nats.urls (NATS_URL): cannot mix websocket (ws, wss) and plain (nats, tls) URLs" }}
 {{- end }}
+{{- if and (not $v.nats.urls) (hasKey $env "NATS_URL") }}
+{{- $problems = append $problems "env/extraEnv set NATS_URL but nats.urls is empty: the chart sets the pod up for the embedded nats-server (leader election off, Recreate, no NATS egress in the NetworkPolicy); set nats.urls too (extraEnv may still override it, e.g. from a Secret)" }}
+{{- end }}
+
+{{- /* The probes, the Service and the NetworkPolicy reach the relay at http.port. */}}
+{{- if ne (get $value "RELAY_HTTP_ADDR" | default "") (printf ":%d" (int $v.http.port)) }}
+{{- $problems = append $problems (printf "env/extraEnv set RELAY_HTTP_ADDR, but the probes, the Service and the NetworkPolicy use http.port (%d): set http.port instead" (int $v.http.port)) }}
+{{- end }}
 
 {{- /* Credentials: keys without their Secret are ignored, and the relay takes one method. */}}
 {{- with $v.nats.auth }}
