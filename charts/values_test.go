@@ -558,3 +558,18 @@ func TestPodDisruptionBudgetTakesOneRule(t *testing.T) {
 		})
 	}
 }
+
+// TestChartTakesNATSURLFromASecretWithStreamReplicas: extraEnv may take NATS_URL from a Secret
+// (a URL holding credentials) over nats.urls; the chart still knows NATS is external, so three
+// stream replicas render.
+func TestChartTakesNATSURLFromASecretWithStreamReplicas(t *testing.T) {
+	sets := []string{"relay.streamReplicas=3", "extraEnv[0].name=NATS_URL",
+		"extraEnv[0].valueFrom.secretKeyRef.name=nats-url", "extraEnv[0].valueFrom.secretKeyRef.key=url"}
+	out, err := renderRaw(t, releaseNS, nil, sets)
+	if err != nil {
+		t.Fatalf("helm template %v: %v", sets, err)
+	}
+	if !strings.Contains(out, "secretKeyRef") || !strings.Contains(out, "nats-url") {
+		t.Errorf("the Deployment does not take NATS_URL from Secret nats-url:\n%s", out)
+	}
+}

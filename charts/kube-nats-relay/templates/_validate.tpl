@@ -183,7 +183,7 @@ Arguments: dict "env" the rendered environment "var" name "ranges" the relayRang
 {{- $problems = append $problems (printf "relay.shutdownTimeout (RELAY_SHUTDOWN_TIMEOUT) %s: must be less than terminationGracePeriodSeconds (%v): the kubelet kills the relay at the grace period, before its final publishes and checkpoints" $show.RELAY_SHUTDOWN_TIMEOUT $v.terminationGracePeriodSeconds) }}
 {{- end }}
 {{- end }}
-{{- $embedded := not (get $value "NATS_URL") }}
+{{- $embedded := not $v.nats.urls }}
 {{- if and $embedded (hasKey $value "RELAY_STREAM_REPLICAS") (regexMatch "^[+-]?[0-9]+$" (get $value "RELAY_STREAM_REPLICAS")) (gt (atoi (get $value "RELAY_STREAM_REPLICAS")) 1) }}
 {{- $problems = append $problems (printf "relay.streamReplicas (RELAY_STREAM_REPLICAS) %q: must be 1 with the embedded nats-server (nats.urls is empty)" (get $value "RELAY_STREAM_REPLICAS")) }}
 {{- end }}
