@@ -127,3 +127,16 @@ spec:
 		namespaced: map[string][]string{ns: listWatch("/configmaps", group+"/gizmos")},
 	})
 }
+
+// TestHelmRefusesMissingNamespacesInANewReleaseNamespace renders as `helm install
+// --create-namespace` does into a namespace that does not exist yet, with a namespace list
+// naming only namespaces that do not exist either: the chart still finds the cluster (its
+// default namespace) and refuses them before anything is applied.
+func TestHelmRefusesMissingNamespacesInANewReleaseNamespace(t *testing.T) {
+	ns := relaytest.Name(t)
+	missing := ns + "-missing"
+	_, err := renderServer(t, ns, []string{"relay.resources={configmaps}", "relay.namespaces={" + missing + "}"})
+	if err == nil || !strings.Contains(err.Error(), "namespaces "+missing+" do not exist") {
+		t.Fatalf("render into new namespace %s with namespace %s that does not exist: %v, want an error naming it", ns, missing, err)
+	}
+}

@@ -114,12 +114,12 @@ func TestTemplateNetworkPolicy(t *testing.T) {
 }
 
 // TestTemplateNetworkPolicyExposedEmbedded checks the nats port's ingress when the embedded
-// server is exposed (nats.embedded.expose), the test pod among its peers.
+// server is exposed (nats.embedded.expose, with the token it then requires), the test pod
+// among its peers, and that the test pod reaches that server through the Service's nats port
+// with the relay's token.
 func TestTemplateNetworkPolicyExposedEmbedded(t *testing.T) {
-	if _, err := renderRaw(t, releaseNS, []string{"embedded.yaml"}, []string{"nats.embedded.expose=true"}); err != nil && strings.Contains(err.Error(), "expose") {
-		t.Skipf("the chart has no nats.embedded.expose yet: %v", err)
-	}
 	r := render(t, releaseNS, []string{"embedded.yaml"}, []string{"networkPolicy.enabled=true", "nats.embedded.expose=true",
+		"nats.embedded.listen=127.0.0.1:4333", "nats.auth.existingSecret=nats-auth", "nats.auth.tokenKey=token",
 		"networkPolicy.natsClients.from[0].namespaceSelector.matchLabels.team=consumers"})
 	var np networkingv1.NetworkPolicy
 	r.decode(t, "NetworkPolicy", &np)
@@ -127,6 +127,36 @@ func TestTemplateNetworkPolicyExposedEmbedded(t *testing.T) {
 	want := []policyRule{{"TCP/http", nil}, {"TCP/nats", []string{"ns:team=consumers", testPodPeer}}}
 	if !equalRules(ingress, want) {
 		t.Errorf("ingress\n got %+v\nwant %+v", ingress, want)
+	}
+
+	var nats []string
+	for _, p := range r.service(t).Spec.Ports {
+		if p.Name == "nats" {
+			nats = append(nats, fmt.Sprint(p.Port))
+		}
+	}
+	if !slices.Equal(nats, []string{"4333"}) {
+		t.Fatalf("Service nats ports %v, want 4333", nats)
+	}
+	pod := hookPod(t, r)
+	if len(pod.Spec.Containers) != 1 || pod.Spec.Containers[0].Name != "event" {
+		t.Fatalf("test pod containers %+v, want the event check", pod.Spec.Containers)
+	}
+	env := map[string]string{}
+	for _, e := range pod.Spec.Containers[0].Env {
+		env[e.Name] = e.Value
+		if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+			env[e.Name] = e.ValueFrom.SecretKeyRef.Name + "/" + e.ValueFrom.SecretKeyRef.Key
+		}
+	}
+	if want := "nats://" + fullname + "." + releaseNS + ".svc:4333"; env["NATS_URL"] != want {
+		t.Errorf("test pod NATS_URL %q, want %q", env["NATS_URL"], want)
+	}
+	if env["RELAY_NATS_TOKEN"] != "nats-auth/token" {
+		t.Errorf("test pod RELAY_NATS_TOKEN from %q, want Secret nats-auth key token", env["RELAY_NATS_TOKEN"])
+	}
+	if _, ok := env["RELAY_NATS_LISTEN"]; ok {
+		t.Errorf("test pod env %v sets the server's RELAY_NATS_LISTEN", env)
 	}
 }
 

@@ -86,3 +86,38 @@ func TestNotesTailFollowsTheReleasesStream(t *testing.T) {
 	}
 	t.Fatalf("relay tail %v printed no event of ConfigMap %s/tailed before %v; it printed:\n%s", args, name, ctx.Err(), strings.Join(seen, "\n"))
 }
+
+// TestNotesSayWhatIsRelayedAndWhereInEachMode: the release notes name the resources when only
+// the rules list them, print NATS URLs without their credentials, say that a kubeconfig's
+// cluster is watched and holds the Lease, and keep the readiness and the events paragraphs
+// apart.
+func TestNotesSayWhatIsRelayedAndWhereInEachMode(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		sets []string
+		want []string
+	}{
+		{"defaults", nil, []string{"relays deployments.apps in all namespaces to", "/readyz\n\nEvents arrive"}},
+		{"resources in the rules only", []string{"relay.resources=null", "rules.resources[0].resource=configmaps"},
+			[]string{"relays the resources of its rules in all namespaces (ConfigMap "}},
+		{"credentials in the NATS URLs", []string{"nats.urls={nats://relay:s3cret@a:4222,tls://tok3n@b:4222}"},
+			[]string{"to nats://<redacted>@a:4222,tls://<redacted>@b:4222."}},
+		{"kubeconfig mode", []string{"kubeconfig.existingSecret=remote-cluster"},
+			[]string{"in all namespaces of the cluster of kubeconfig.existingSecret", "in the cluster of kubeconfig.existingSecret, relays", "kubectl --kubeconfig "}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := notes(t, releaseNS, nil, tc.sets)
+			for _, want := range tc.want {
+				if !strings.Contains(n, want) {
+					t.Errorf("the notes lack %q:\n%s", want, n)
+				}
+			}
+			if strings.Contains(n, "relays  ") {
+				t.Errorf("the notes name no resource:\n%s", n)
+			}
+			if strings.Contains(n, "s3cret") || strings.Contains(n, "tok3n") {
+				t.Errorf("the notes print NATS credentials:\n%s", n)
+			}
+		})
+	}
+}

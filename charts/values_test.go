@@ -453,6 +453,13 @@ func TestChartRefusesValuesTheRelayRefusesOrIgnores(t *testing.T) {
 			want: "nats.urls", badEnv: map[string]string{"NATS_URL": "wss://a:443,nats://b:4222"},
 		},
 		{
+			name:  "NATS_URL through env with the embedded server's values",
+			files: []string{"embedded.yaml"},
+			bad:   []string{"env.NATS_URL=nats://nats:4222"}, good: []string{"env.NATS_URL=nats://nats:4222", "nats.urls={nats://nats:4222}"},
+			want: "nats.urls",
+		},
+		{name: "http address through env", bad: []string{"env.RELAY_HTTP_ADDR=:9090"}, good: []string{"http.port=9090"}, want: "http.port"},
+		{
 			name: "mirror resource not relayed",
 			bad:  []string{"relay.mirrorResources={deployments}"}, good: []string{"relay.mirrorResources={deployments.apps}"},
 			want: "relay.mirrorResources", badEnv: map[string]string{"RELAY_MIRROR_RESOURCES": "deployments"},
@@ -549,5 +556,20 @@ func TestPodDisruptionBudgetTakesOneRule(t *testing.T) {
 				t.Errorf("maxUnavailable %q, want %q", got, tc.max)
 			}
 		})
+	}
+}
+
+// TestChartTakesNATSURLFromASecretWithStreamReplicas: extraEnv may take NATS_URL from a Secret
+// (a URL holding credentials) over nats.urls; the chart still knows NATS is external, so three
+// stream replicas render.
+func TestChartTakesNATSURLFromASecretWithStreamReplicas(t *testing.T) {
+	sets := []string{"relay.streamReplicas=3", "extraEnv[0].name=NATS_URL",
+		"extraEnv[0].valueFrom.secretKeyRef.name=nats-url", "extraEnv[0].valueFrom.secretKeyRef.key=url"}
+	out, err := renderRaw(t, releaseNS, nil, sets)
+	if err != nil {
+		t.Fatalf("helm template %v: %v", sets, err)
+	}
+	if !strings.Contains(out, "secretKeyRef") || !strings.Contains(out, "nats-url") {
+		t.Errorf("the Deployment does not take NATS_URL from Secret nats-url:\n%s", out)
 	}
 }

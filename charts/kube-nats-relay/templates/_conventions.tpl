@@ -1,13 +1,11 @@
 {{/*
 kube-nats-relay.image: the relay image, repository@digest when image.digest is set (the
-digest wins over the tag), else repository:tag (the tag defaults to the appVersion).
+digest wins over the tag; values.schema.json checks its form), else repository:tag (the tag
+defaults to the appVersion).
 */}}
 {{- define "kube-nats-relay.image" -}}
 {{- $i := .Values.image }}
 {{- if $i.digest }}
-{{- if not (regexMatch "^sha256:[a-f0-9]{64}$" $i.digest) }}
-{{- fail (printf "image.digest %q: want sha256: and 64 lower-case hex digits" $i.digest) }}
-{{- end }}
 {{- printf "%s@%s" $i.repository $i.digest }}
 {{- else }}
 {{- printf "%s:%s" $i.repository (toString ($i.tag | default .Chart.AppVersion)) }}

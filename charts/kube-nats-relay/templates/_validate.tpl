@@ -183,7 +183,7 @@ Arguments: dict "env" the rendered environment "var" name "ranges" the relayRang
 {{- $problems = append $problems (printf "relay.shutdownTimeout (RELAY_SHUTDOWN_TIMEOUT) %s: must be less than terminationGracePeriodSeconds (%v): the kubelet kills the relay at the grace period, before its final publishes and checkpoints" $show.RELAY_SHUTDOWN_TIMEOUT $v.terminationGracePeriodSeconds) }}
 {{- end }}
 {{- end }}
-{{- $embedded := not (get $value "NATS_URL") }}
+{{- $embedded := not $v.nats.urls }}
 {{- if and $embedded (hasKey $value "RELAY_STREAM_REPLICAS") (regexMatch "^[+-]?[0-9]+$" (get $value "RELAY_STREAM_REPLICAS")) (gt (atoi (get $value "RELAY_STREAM_REPLICAS")) 1) }}
 {{- $problems = append $problems (printf "relay.streamReplicas (RELAY_STREAM_REPLICAS) %q: must be 1 with the embedded nats-server (nats.urls is empty)" (get $value "RELAY_STREAM_REPLICAS")) }}
 {{- end }}
@@ -207,6 +207,14 @@ Arguments: dict "env" the rendered environment "var" name "ranges" the relayRang
 {{- end }}
 {{- if and $plain $websocket }}
 {{- $problems = append $problems "nats.urls (NATS_URL): cannot mix websocket (ws, wss) and plain (nats, tls) URLs" }}
+{{- end }}
+{{- if and (not $v.nats.urls) (hasKey $env "NATS_URL") }}
+{{- $problems = append $problems "env/extraEnv set NATS_URL but nats.urls is empty: the chart sets the pod up for the embedded nats-server (leader election off, Recreate, no NATS egress in the NetworkPolicy); set nats.urls too (extraEnv may still override it, e.g. from a Secret)" }}
+{{- end }}
+
+{{- /* The probes, the Service and the NetworkPolicy reach the relay at http.port. */}}
+{{- if ne (get $value "RELAY_HTTP_ADDR" | default "") (printf ":%d" (int $v.http.port)) }}
+{{- $problems = append $problems (printf "env/extraEnv set RELAY_HTTP_ADDR, but the probes, the Service and the NetworkPolicy use http.port (%d): set http.port instead" (int $v.http.port)) }}
 {{- end }}
 
 {{- /* Credentials: keys without their Secret are ignored, and the relay takes one method. */}}
