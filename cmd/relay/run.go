@@ -116,27 +116,39 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("jetstream: %w", err)
 	}
-	stream, err := relay.EnsureStream(ctx, js, relay.StreamConfig{
-		Name:       cfg.Stream,
-		Prefix:     cfg.SubjectPrefix,
-		Cluster:    cfg.Cluster,
-		Replicas:   cfg.StreamReplicas.Int,
-		Duplicates: cfg.DuplicateWindow.Duration,
-		MaxAge:     cfg.MaxAge.Duration,
-		Resources:  resources,
-		MaxPayload: int(nc.MaxPayload()),
+	var stream jetstream.Stream
+	err = setupRetry(ctx, log, "stream "+cfg.Stream, func() (err error) {
+		stream, err = relay.EnsureStream(ctx, js, relay.StreamConfig{
+			Name:       cfg.Stream,
+			Prefix:     cfg.SubjectPrefix,
+			Cluster:    cfg.Cluster,
+			Replicas:   cfg.StreamReplicas.Int,
+			Duplicates: cfg.DuplicateWindow.Duration,
+			MaxAge:     cfg.MaxAge.Duration,
+			Resources:  resources,
+			MaxPayload: int(nc.MaxPayload()),
+		})
+		return err
 	})
 	if err != nil {
-		return unusable(err, "RELAY_STREAM", cfg.Stream)
+		return setupFailed(ctx, err, "RELAY_STREAM", cfg.Stream)
 	}
-	store, err := checkpoint.Open(ctx, js, checkpoint.Config{Bucket: cfg.CheckpointBucket, Replicas: cfg.StreamReplicas.Int})
+	var store *checkpoint.Store
+	err = setupRetry(ctx, log, "bucket "+cfg.CheckpointBucket, func() (err error) {
+		store, err = checkpoint.Open(ctx, js, checkpoint.Config{Bucket: cfg.CheckpointBucket, Replicas: cfg.StreamReplicas.Int})
+		return err
+	})
 	if err != nil {
-		return unusable(err, "RELAY_CHECKPOINT_BUCKET", cfg.CheckpointBucket)
+		return setupFailed(ctx, err, "RELAY_CHECKPOINT_BUCKET", cfg.CheckpointBucket)
 	}
 	ckpts := newTrackedCheckpoints(store)
-	objIdx, err := checkpoint.OpenIndex(ctx, js, checkpoint.IndexConfig{Bucket: cfg.IndexBucket, Replicas: cfg.StreamReplicas.Int})
+	var objIdx *checkpoint.Index
+	err = setupRetry(ctx, log, "bucket "+cfg.IndexBucket, func() (err error) {
+		objIdx, err = checkpoint.OpenIndex(ctx, js, checkpoint.IndexConfig{Bucket: cfg.IndexBucket, Replicas: cfg.StreamReplicas.Int})
+		return err
+	})
 	if err != nil {
-		return unusable(err, "RELAY_INDEX_BUCKET", cfg.IndexBucket)
+		return setupFailed(ctx, err, "RELAY_INDEX_BUCKET", cfg.IndexBucket)
 	}
 
 	dyn, err := dynamic.NewForConfig(kube.rest)
@@ -145,8 +157,12 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	var mirror *checkpoint.Mirror
 	if len(cfg.MirrorList.Items) > 0 {
-		if mirror, err = checkpoint.OpenMirror(ctx, js, checkpoint.MirrorConfig{Bucket: cfg.MirrorBucket, Replicas: cfg.StreamReplicas.Int}); err != nil {
-			return unusable(err, "RELAY_MIRROR_BUCKET", cfg.MirrorBucket)
+		err = setupRetry(ctx, log, "bucket "+cfg.MirrorBucket, func() (err error) {
+			mirror, err = checkpoint.OpenMirror(ctx, js, checkpoint.MirrorConfig{Bucket: cfg.MirrorBucket, Replicas: cfg.StreamReplicas.Int})
+			return err
+		})
+		if err != nil {
+			return setupFailed(ctx, err, "RELAY_MIRROR_BUCKET", cfg.MirrorBucket)
 		}
 	}
 	// Namespace labels are followed only when a rule selects namespaces by label.
@@ -193,6 +209,19 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		return cause
 	}
 	return err
+}
+
+// setupFailed is run's answer when creating or opening the stream or a bucket failed: nothing
+// when asked to stop meanwhile, the lost connection when NATS closed for good, else the
+// failure (a configuration error when the stream or bucket is unusable).
+func setupFailed(ctx context.Context, err error, name, value string) error {
+	if cause := context.Cause(ctx); cause != nil {
+		if errors.Is(cause, errNATSClosed) {
+			return cause
+		}
+		return nil
+	}
+	return unusable(err, name, value)
 }
 
 // unusable turns an existing stream or bucket whose settings refuse the relay's messages into
