@@ -136,10 +136,9 @@ func TestHelmInstallWithoutThePrometheusRuleCRD(t *testing.T) {
 	waitServed(t, "prometheusrules", false)
 	ns := relaytest.Name(t)
 	ensureNamespace(t, cs, ns)
-	out, err := run(t, tool(t, "helm"), "install", "relay", chartDir, "--kubeconfig", env.Kube.KubeconfigPath(), "--namespace", ns,
-		"--set", "prometheusRule.enabled=true")
+	out, err := helmCluster(t, "install", "relay", chartDir, "--namespace", ns, "--set", "prometheusRule.enabled=true")
 	if err == nil {
-		_, _ = run(t, tool(t, "helm"), "uninstall", "relay", "--kubeconfig", env.Kube.KubeconfigPath(), "--namespace", ns)
+		_, _ = helmCluster(t, "uninstall", "relay", "--namespace", ns)
 		t.Fatalf("helm install without the PrometheusRule CRD succeeded:\n%s", out)
 	}
 	if !strings.Contains(err.Error(), "prometheusRule.enabled=true needs the "+prometheusRuleAPI+" API") {
