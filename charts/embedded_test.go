@@ -3,8 +3,6 @@ package charts_test
 import (
 	"context"
 	"crypto/rand"
-	"net"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -135,7 +133,7 @@ func TestEmbeddedNATSExposedByTheChart(t *testing.T) {
 	cs := kubeClient(t)
 	name := relaytest.Name(t)
 	ensureNamespace(t, cs, name)
-	port := freePort(t)
+	port := relaytest.FreePort(t)
 	r := render(t, name, []string{"embedded.yaml"}, append([]string{"nats.embedded.listen=127.0.0.1:" + port,
 		"relay.resources={configmaps}", "relay.namespaces={" + name + "}"}, exposedWithToken...))
 	applyManifests(t, r.yaml, true)
@@ -179,15 +177,4 @@ func TestEmbeddedNATSExposedByTheChart(t *testing.T) {
 		t.Errorf("a client without the token: got %v, want an authorization violation", err)
 	}
 	p.Stop(t)
-}
-
-// freePort returns a TCP port nothing listens on right now.
-func freePort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
 }

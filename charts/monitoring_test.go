@@ -71,19 +71,11 @@ func (r *rendered) prometheusRule(t *testing.T) *prometheusRule {
 	return &pr
 }
 
-// kubernetesRelease finds the pinned Kubernetes release in hack/tools/kube/go.mod.
-var kubernetesRelease = regexp.MustCompile(`(?m)^require k8s.io/kubernetes (v[0-9.]+)$`)
-
 // templateArgs starts a helm template command line for release in ns without the
-// Prometheus Operator's kinds, for the Kubernetes version of the test apiserver (the one
-// hack/tools/kube pins), which the chart's kubeVersion may require.
+// Prometheus Operator's kinds, for the test apiserver's Kubernetes version (as render).
 func templateArgs(t *testing.T, release, ns string) []string {
 	t.Helper()
-	m := kubernetesRelease.FindSubmatch(mustRead(t, "../hack/tools/kube/go.mod"))
-	if m == nil {
-		t.Fatal("hack/tools/kube/go.mod pins no k8s.io/kubernetes")
-	}
-	return []string{"template", release, chartDir, "--namespace", ns, "--kube-version", string(m[1])}
+	return []string{"template", release, chartDir, "--namespace", ns, "--kube-version", kubeVersion(t)}
 }
 
 // renderRelease runs helm template for another release name than render's, as if the
@@ -95,30 +87,7 @@ func renderRelease(t *testing.T, release, ns string, sets ...string) *rendered {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return parseRendered(t, out)
-}
-
-// parseRendered decodes helm template's output as render does.
-func parseRendered(t *testing.T, out string) *rendered {
-	t.Helper()
-	r := &rendered{yaml: out}
-	for _, doc := range strings.Split(out, "\n---") {
-		j, err := yaml.YAMLToJSON([]byte(doc))
-		if err != nil {
-			t.Fatalf("rendered manifest is not YAML: %v\n%s", err, doc)
-		}
-		var o struct {
-			Kind     string            `json:"kind"`
-			Metadata metav1.ObjectMeta `json:"metadata"`
-		}
-		if err := json.Unmarshal(j, &o); err != nil {
-			t.Fatal(err)
-		}
-		if o.Kind != "" {
-			r.objs = append(r.objs, object{Kind: o.Kind, Name: o.Metadata.Name, Namespace: o.Metadata.Namespace, JSON: j})
-		}
-	}
-	return r
+	return decodeRendered(t, out)
 }
 
 // TestMonitoringNeedsTheOperatorsAPIs: a ServiceMonitor or PrometheusRule asked of a cluster
@@ -167,10 +136,9 @@ func TestHelmInstallWithoutThePrometheusRuleCRD(t *testing.T) {
 	waitServed(t, "prometheusrules", false)
 	ns := relaytest.Name(t)
 	ensureNamespace(t, cs, ns)
-	out, err := run(t, tool(t, "helm"), "install", "relay", chartDir, "--kubeconfig", env.Kube.KubeconfigPath(), "--namespace", ns,
-		"--set", "prometheusRule.enabled=true")
+	out, err := helmCluster(t, "install", "relay", chartDir, "--namespace", ns, "--set", "prometheusRule.enabled=true")
 	if err == nil {
-		_, _ = run(t, tool(t, "helm"), "uninstall", "relay", "--kubeconfig", env.Kube.KubeconfigPath(), "--namespace", ns)
+		_, _ = helmCluster(t, "uninstall", "relay", "--namespace", ns)
 		t.Fatalf("helm install without the PrometheusRule CRD succeeded:\n%s", out)
 	}
 	if !strings.Contains(err.Error(), "prometheusRule.enabled=true needs the "+prometheusRuleAPI+" API") {

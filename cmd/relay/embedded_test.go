@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"net"
 	"os/exec"
 	"strings"
 	"testing"
@@ -17,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kube-nats-relay/kube-nats-relay/event"
+	"github.com/kube-nats-relay/kube-nats-relay/internal/relaytest"
 	"github.com/kube-nats-relay/kube-nats-relay/internal/testenv"
 )
 
@@ -29,45 +29,15 @@ func TestEmbeddedNATSServerKeepsEventsAndCheckpointsAcrossRestart(t *testing.T) 
 	if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "first"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-
-	vars := relayVars(name)
-	delete(vars, "NATS_URL")
-	vars["RELAY_NATS_LISTEN"] = addr
-	vars["RELAY_NATS_DATA_DIR"] = t.TempDir()
-	vars["RELAY_RESOURCES"] = "configmaps"
-	vars["RELAY_NAMESPACES"] = name
-
-	connect := func() jetstream.JetStream {
-		t.Helper()
-		var nc *nats.Conn
-		deadline := time.Now().Add(time.Minute)
-		for {
-			nc, err = nats.Connect("nats://" + addr)
-			if err == nil {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("connect to the embedded server at %s: %v", addr, err)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		t.Cleanup(nc.Close)
-		js, _ := jetstream.New(nc)
-		return js
-	}
+	addr := "127.0.0.1:" + relaytest.FreePort(t)
+	vars := embeddedRelayVars(t, name, addr)
 	stream := vars["RELAY_STREAM"]
 	subject := func(n string, typ event.Type) string {
 		return fmt.Sprintf("kube.%s.core.v1.configmaps.%s.%s.%s", name, name, n, typ)
 	}
 
 	r := startRelay(t, vars)
-	js := connect()
+	js := connectEmbedded(t, r, "nats://"+addr, testenv.NATSAuth{})
 	waitFor(t, js, stream, "the initial sync", func(m []received) bool { return len(m) == 1 && m[0].subject == subject("first", event.Added) })
 	r.stop(t)
 
@@ -77,24 +47,12 @@ func TestEmbeddedNATSServerKeepsEventsAndCheckpointsAcrossRestart(t *testing.T) 
 	}
 
 	r = startRelay(t, vars)
-	js = connect()
+	js = connectEmbedded(t, r, "nats://"+addr, testenv.NATSAuth{})
 	msgs := waitFor(t, js, stream, "the delete made while stopped", func(m []received) bool { return len(m) >= 2 })
 	r.stop(t)
 	if len(msgs) != 2 || msgs[1].subject != subject("first", event.Deleted) || msgs[1].meta.Origin != event.Live {
 		t.Fatalf("after restart on the same storage: got\n%s want the earlier ADDED and one live DELETED", describe(msgs))
 	}
-}
-
-// freePort returns a TCP port nothing listens on right now.
-func freePort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	_, port, _ := net.SplitHostPort(l.Addr().String())
-	return port
 }
 
 // embeddedRelayVars configures a relay with an embedded nats-server listening on listen,
@@ -127,7 +85,7 @@ func TestEmbeddedServerRequiresTheRelaysCredentials(t *testing.T) {
 			right := mustAuth(t, tc.method)
 			name := testName(t)
 			cmName := namespaceWithConfigMap(t, name)
-			port := freePort(t)
+			port := relaytest.FreePort(t)
 			vars := embeddedRelayVars(t, name, "0.0.0.0:"+port)
 			for k, v := range authVars(right) {
 				vars[k] = v
@@ -204,7 +162,7 @@ func connectEmbedded(t *testing.T, r *relayProc, url string, auth testenv.NATSAu
 
 func TestEmbeddedServerBeyondLoopbackWithoutCredentialsExits2(t *testing.T) {
 	name := testName(t)
-	listen := "0.0.0.0:" + freePort(t)
+	listen := "0.0.0.0:" + relaytest.FreePort(t)
 	r := startRelay(t, embeddedRelayVars(t, name, listen))
 	select {
 	case <-r.done:

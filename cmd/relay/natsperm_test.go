@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -227,15 +228,14 @@ func TestNATSPermissionsConfineRelayAndConsumers(t *testing.T) {
 		}
 	}
 	waitCheckpoint(t, admin, checkpoints, key, func(rv string) bool { return rvInt(t, rv) > rvInt(t, before) })
-	// A restart after the history expired relists; before it infers a delete it reads the
-	// stream for one published already.
+	// A restart that finds the checkpoint ahead of the cluster (as after an etcd restore)
+	// relists; before it infers a delete it reads the stream for one published already.
 	r.stop(t)
 	if err := cs.CoreV1().ConfigMaps(other).Delete(ctx, "settings", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := env.Kube.ExpireHistory(ctx); err != nil {
-		t.Fatalf("expire history: %v", err)
-	}
+	forgeCheckpointAhead(ctx, t, admin, checkpoints, relay.CheckpointKey(relay.SourceConfig{Cluster: "prod", Namespace: other,
+		Resource: relay.Resource{GroupVersionResource: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Namespaced: true}}))
 	r = startRelay(t, vars)
 	waitFor(t, admin, stream, "the delete inferred by the relist", func(m []received) bool {
 		return countOf(m, other, "settings", event.Deleted) == 1
@@ -355,6 +355,23 @@ func TestNATSPermissionsConfineRelayAndConsumers(t *testing.T) {
 
 	// The relay did all of it without a single refusal.
 	checkNoRelayViolations(t, cluster)
+}
+
+// forgeCheckpointAhead writes checkpoint key far ahead of any resourceVersion the test
+// apiserver hands out, as an etcd restore leaves it: the relay relists that source.
+func forgeCheckpointAhead(ctx context.Context, t *testing.T, js jetstream.JetStream, bucket, key string) {
+	t.Helper()
+	kv, err := js.KeyValue(ctx, bucket)
+	if err != nil {
+		t.Fatalf("checkpoint bucket %s: %v", bucket, err)
+	}
+	value, err := json.Marshal(map[string]any{"resourceVersion": "900000000000", "savedAt": time.Now().UTC(), "writer": "restored-cluster"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Put(ctx, key, value); err != nil {
+		t.Fatalf("forge checkpoint %s: %v", key, err)
+	}
 }
 
 // setData sets ConfigMap ns/settings' data.v.

@@ -36,6 +36,9 @@ func TestResolveResourcesRefusesAShortNameOfTwoResources(t *testing.T) {
 		t.Fatalf("resolve cm, deploy, event, ev.events.k8s.io: %v", err)
 	}
 	want := []schema.GroupResource{{Resource: "configmaps"}, {Group: "apps", Resource: "deployments"}, {Resource: "events"}, {Group: "events.k8s.io", Resource: "events"}}
+	if len(got) != len(want) {
+		t.Fatalf("resolved %d resources %v, want %d %v", len(got), got, len(want), want)
+	}
 	for i, r := range got {
 		if r.GroupResource() != want[i] {
 			t.Errorf("resource %d resolved to %s, want %s", i, r.GroupResource(), want[i])

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kube-nats-relay/kube-nats-relay/internal/relaytest"
 	"github.com/kube-nats-relay/kube-nats-relay/internal/testenv"
 )
 
@@ -18,7 +19,7 @@ import (
 func TestTailPrintsNoCredentials(t *testing.T) {
 	password, token := "pw-"+rand.Text(), "tok-"+rand.Text()
 	secrets := []string{password, token}
-	closed := "127.0.0.1:" + freePort(t)
+	closed := "127.0.0.1:" + relaytest.FreePort(t)
 	// withCreds puts user:password into a nats:// URL of host.
 	withCreds := func(host string) string { return "nats://relay:" + password + "@" + host }
 	withToken := func(host string) string { return "nats://" + token + "@" + host }

@@ -116,6 +116,9 @@ func TestParseTailRejects(t *testing.T) {
 		{name: "positional argument", args: []string{"pods"}, vars: []string{"argument"}},
 		{name: "unknown flag", args: []string{"--follow"}, vars: []string{"argument"}},
 		{name: "several at once", args: []string{"--type", "x", "--since", "y"}, vars: []string{"--type", "--since"}},
+		{name: "negative count", args: []string{"--count", "-1"}, vars: []string{"--count"}},
+		{name: "negative timeout", args: []string{"--count", "1", "--timeout", "-1s"}, vars: []string{"--timeout"}},
+		{name: "timeout without count", args: []string{"--timeout", "30s"}, vars: []string{"--timeout"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -31,6 +31,27 @@ func TestChartReadmeIsUpToDate(t *testing.T) {
 	}
 }
 
+// TestEveryChartValueIsDocumented fails when a value of the chart has no `# -- ` comment:
+// its README row would have no description.
+func TestEveryChartValueIsDocumented(t *testing.T) {
+	values, err := os.ReadFile(filepath.Join("..", "..", chartDir, "values.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := Values(values)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) == 0 {
+		t.Fatal("values.yaml: no values read")
+	}
+	for _, v := range rows {
+		if v.Description == "" {
+			t.Errorf("%s/values.yaml: %s has no `# -- ` comment", chartDir, v.Key)
+		}
+	}
+}
+
 func TestValuesReadsTheDocComments(t *testing.T) {
 	const values = `# File header, about nothing in particular.
 

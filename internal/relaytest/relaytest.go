@@ -12,9 +12,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -78,6 +80,18 @@ func Name(t testing.TB) string {
 		n = n[:40]
 	}
 	return fmt.Sprintf("%s%d", n, time.Now().UnixNano()%100000)
+}
+
+// FreePort returns a TCP port of 127.0.0.1 that nothing listens on right now, for a server
+// the test starts (an embedded nats-server) or for a refused connection.
+func FreePort(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
 }
 
 // Vars returns a relay configuration against env's control plane and nats-server, with

@@ -1,43 +1,28 @@
-package charts_test
+package e2e
 
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kube-nats-relay/kube-nats-relay/internal/relaytest"
-	"github.com/kube-nats-relay/kube-nats-relay/internal/testenv"
 )
 
-// TestSpreadReplicasScheduleOnOneNode runs the chart's Deployment with two replicas on a
-// one-node cluster (kube-controller-manager, kube-scheduler and one kwok node, started
-// against the package's control plane for this test only): the default spread is soft, so
-// both pods are scheduled on that node. The same Deployment with a hard anti-affinity over
-// nodes (what a "required" default would be) leaves the second pod unschedulable, which
-// shows the check can fail.
-func TestSpreadReplicasScheduleOnOneNode(t *testing.T) {
-	ctx := context.Background()
-	cs := kubeClient(t)
-	cluster, err := testenv.StartCluster(ctx, env.Kube, filepath.Join(t.TempDir(), "cluster"), testenv.ClusterOptions{Nodes: 1})
-	if err != nil {
-		t.Fatalf("start the cluster's controllers: %v", err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("cluster logs:\n%s", cluster.LogTails())
-		}
-		cluster.Stop()
-	})
-
+// TestChartSpreadSchedulesReplicasOnOneNode installs the chart with two replicas held to one
+// node (a nodeSelector on its host name): the default spread is soft, so the scheduler places
+// both pods on that node. The same install with a hard anti-affinity over nodes (what a
+// "required" default would be) leaves the second pod unschedulable, which shows the check can
+// fail.
+func TestChartSpreadSchedulesReplicasOnOneNode(t *testing.T) {
+	logClusterOnFailure(t)
+	node := env.Cluster.Nodes()[0]
 	hard := []string{"affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].topologyKey=kubernetes.io/hostname",
-		"affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].labelSelector.matchLabels.app\\.kubernetes\\.io/instance=relay"}
+		"affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].labelSelector.matchLabels.app\\.kubernetes\\.io/instance=" + chartRelease}
 	for _, tc := range []struct {
 		name      string
 		sets      []string
@@ -47,21 +32,17 @@ func TestSpreadReplicasScheduleOnOneNode(t *testing.T) {
 		{"hard anti-affinity: one stays pending", hard, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			cs := clientset(t)
 			ns := relaytest.Name(t)
-			ensureNamespace(t, cs, ns)
-			r := render(t, ns, nil, append([]string{"replicaCount=2"}, tc.sets...))
-			var objs []string
-			for _, o := range r.objs {
-				if o.Kind == "Deployment" || o.Kind == "ServiceAccount" {
-					objs = append(objs, string(o.JSON))
-				}
-			}
-			applyManifests(t, strings.Join(objs, "\n---\n"), false)
+			createNamespace(t, cs, ns)
+			sets := append([]string{"replicaCount=2", "nodeSelector.kubernetes\\.io/hostname=" + node}, tc.sets...)
+			helmChart(t, append([]string{"install", chartRelease, chartDir, "--namespace", ns}, setFlags(sets)...)...)
+			t.Cleanup(func() { _, _ = runHelm(t, "uninstall", chartRelease, "--namespace", ns) })
 			// Both pods exist; then wait until the scheduler has placed what it will place:
 			// a pod is either bound to the node or marked Unschedulable.
 			var state string
-			err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, eventTimeout, true, func(ctx context.Context) (bool, error) {
-				pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=relay"})
+			err := wait.PollUntilContextTimeout(context.Background(), pollInterval, eventTimeout, true, func(ctx context.Context) (bool, error) {
+				pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + chartRelease})
 				if err != nil {
 					return false, err
 				}
@@ -87,7 +68,7 @@ func TestSpreadReplicasScheduleOnOneNode(t *testing.T) {
 				t.Fatalf("the scheduler did not decide on both pods: %v; last: %s", err, state)
 			}
 			if !strings.HasPrefix(state, fmt.Sprintf("%d scheduled", tc.scheduled)) {
-				t.Errorf("pods: %s; want %d scheduled on the one node", state, tc.scheduled)
+				t.Errorf("pods: %s; want %d scheduled on node %s", state, tc.scheduled, node)
 			}
 		})
 	}
