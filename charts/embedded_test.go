@@ -104,6 +104,8 @@ func TestTemplateEmbeddedNATSRejects(t *testing.T) {
 			[]string{"nats.embedded.expose=true"}},
 		{"all interfaces without credentials", []string{"nats.embedded.listen=0.0.0.0:4222"},
 			[]string{"nats.embedded.listen=0.0.0.0:4222", "beyond the pod's loopback", "nats.embedded.expose"}},
+		{"a host name that starts like a loopback address", []string{"nats.embedded.listen=127.example.com:4222"},
+			[]string{"nats.embedded.listen=127.example.com:4222", "beyond the pod's loopback"}},
 		{"a credentials file", []string{"nats.auth.existingSecret=s", "nats.auth.credsKey=relay.creds"},
 			[]string{"nats.auth.credsKey", "embedded"}},
 		{"client TLS", []string{"nats.tls.existingSecret=tls", "nats.tls.caKey=ca.crt"},

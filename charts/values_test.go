@@ -448,6 +448,21 @@ func TestChartRefusesValuesTheRelayRefusesOrIgnores(t *testing.T) {
 			want: "nats.urls", badEnv: map[string]string{"NATS_URL": "http://nats:4222"},
 		},
 		{
+			name: "NATS URL port out of range",
+			bad:  []string{"nats.urls={nats://nats:65536}"}, good: []string{"nats.urls={nats://nats:65535}"},
+			want: "nats.urls", badEnv: map[string]string{"NATS_URL": "nats://nats:65536"},
+		},
+		{
+			name: "NATS URL port not a number, credentials not shown",
+			bad:  []string{"nats.urls={tls://user:secret@nats:x1}"}, good: []string{"nats.urls={tls://user:secret@nats:1}"},
+			want: "nats.urls", badEnv: map[string]string{"NATS_URL": "tls://user:secret@nats:x1"},
+		},
+		{
+			name: "NATS URL without a host",
+			bad:  []string{"nats.urls={nats://:4222}"}, good: []string{"nats.urls={nats://[::1]:4222}"},
+			want: "nats.urls", badEnv: map[string]string{"NATS_URL": "nats://:4222"},
+		},
+		{
 			name: "websocket and plain NATS URLs",
 			bad:  []string{"nats.urls={wss://a:443,nats://b:4222}"}, good: []string{"nats.urls={wss://a:443,ws://b:80}"},
 			want: "nats.urls", badEnv: map[string]string{"NATS_URL": "wss://a:443,nats://b:4222"},
@@ -506,6 +521,10 @@ func TestChartRefusesValuesTheRelayRefusesOrIgnores(t *testing.T) {
 			}
 			if !namesValue(err.Error(), tc.want) {
 				t.Errorf("error %v, want one naming %s", err, tc.want)
+			}
+			// helm's own message (after the command line the test ran) shows no password.
+			if _, msg, _ := strings.Cut(err.Error(), "Error:"); strings.Contains(strings.Join(tc.bad, " "), ":secret@") && strings.Contains(msg, "secret") {
+				t.Errorf("the render's error shows the URL's password:\n%s", msg)
 			}
 			r := render(t, releaseNS, tc.files, tc.good)
 			if tc.badEnv == nil {

@@ -36,7 +36,8 @@ the same check at start and exits 2).
 {{- fail (printf "nats.embedded.expose=true publishes the embedded nats-server, which holds every event and checkpoint, to other pods: it needs credentials: %s" $how) }}
 {{- end }}
 {{- $host := regexReplaceAll ":[0-9]*$" $v.embedded.listen "" | trimPrefix "[" | trimSuffix "]" }}
-{{- $loopback := or (eq $host "localhost") (eq $host "::1") (hasPrefix "127." $host) }}
+{{- /* As the relay decides: localhost, or a loopback IP address (127.0.0.0/8, ::1). */}}
+{{- $loopback := or (eq $host "localhost") (eq $host "::1") (regexMatch "^127\\.[0-9]{1,3}\\.[0-9]{1,3}\\.[0-9]{1,3}$" $host) }}
 {{- if and (not $v.embedded.expose) (not $loopback) (not $creds) }}
 {{- fail (printf "nats.embedded.listen=%s accepts clients beyond the pod's loopback without authentication: %s, or listen on 127.0.0.1 (nats.embedded.expose=true publishes it through the Service)" $v.embedded.listen $how) }}
 {{- end }}

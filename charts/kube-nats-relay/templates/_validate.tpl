@@ -197,11 +197,20 @@ Arguments: dict "env" the rendered environment "var" name "ranges" the relayRang
 {{- $websocket := false }}
 {{- range (get $value "NATS_URL" | default "" | splitList ",") }}
 {{- $u := trim . }}
-{{- if and $u (contains "://" $u) }}
-{{- $scheme := regexReplaceAll "://.*$" $u "" }}
-{{- if has $scheme (list "nats" "tls") }}{{ $plain = true }}
+{{- if $u }}
+{{- /* As the relay reads it: without a scheme, nats://. */}}
+{{- $s := ternary $u (printf "nats://%s" $u) (contains "://" $u) }}
+{{- $shown := regexReplaceAll "//[^/@]*@" $u "//<redacted>@" }}
+{{- /* Read by hand, not with urlParse, whose errors would quote a password. */}}
+{{- $hostport := regexReplaceAll "^.*@" (regexReplaceAll "^[^:]*://([^/?#]*).*$" $s "${1}") "" }}
+{{- $hostname := regexReplaceAll "^\\[([^\\]]*)\\].*$|:.*$" $hostport "${1}" }}
+{{- $port := trimPrefix ":" (regexReplaceAll "^\\[[^\\]]*\\]|^[^:\\[]*" $hostport "") }}
+{{- $scheme := regexReplaceAll "://.*$" $s "" }}
+{{- if not $hostname }}{{ $problems = append $problems (printf "nats.urls (NATS_URL) %q: not a URL with a host" $shown) }}
+{{- else if and $port (or (not (regexMatch "^[0-9]{1,5}$" $port)) (lt (atoi $port) 1) (gt (atoi $port) 65535)) }}{{ $problems = append $problems (printf "nats.urls (NATS_URL) %q: port must be a number from 1 to 65535" $shown) }}
+{{- else if has $scheme (list "nats" "tls") }}{{ $plain = true }}
 {{- else if has $scheme (list "ws" "wss") }}{{ $websocket = true }}
-{{- else }}{{ $problems = append $problems (printf "nats.urls (NATS_URL) %q: scheme %q: must be nats, tls, ws or wss (the NATS client protocol, not HTTP)" (regexReplaceAll "//[^/@]*@" $u "//<redacted>@") $scheme) }}
+{{- else }}{{ $problems = append $problems (printf "nats.urls (NATS_URL) %q: scheme %q: must be nats, tls, ws or wss (the NATS client protocol, not HTTP)" $shown $scheme) }}
 {{- end }}
 {{- end }}
 {{- end }}
