@@ -30,7 +30,7 @@ build() {
 		echo "tools: $(basename "$dir") up to date"
 		return
 	fi
-	echo "tools: building $* (a cold build of all the Kubernetes binaries takes 15-30 minutes on 2 cores)"
+	echo "tools: building $* (cold, the Kubernetes binaries take 15-30 minutes on 2 cores; the others a few)"
 	local start=$SECONDS
 	(cd "$dir" && go build -ldflags="-s -w ${ldflags:-}" -o "$bin/" "$@")
 	echo "$want" >"$stamp"
