@@ -88,22 +88,10 @@ func probeOnce(ctx context.Context, u string) (int, string, error) {
 func parseProbe(args []string, stderr io.Writer) (probeOptions, error) {
 	var o probeOptions
 	fs := flag.NewFlagSet("relay probe", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	fs.DurationVar(&o.timeout, "timeout", 0, "keep trying until this long has passed (default: one attempt)")
-	usage := func() {
-		fmt.Fprintln(stderr, "relay probe [flags] URL: GET the URL (e.g. http://relay:8080/readyz), exit 0 on a 2xx answer.")
-		fmt.Fprintln(stderr, "Flags:")
-		fs.SetOutput(stderr)
-		fs.PrintDefaults()
-	}
-	fs.Usage = func() {} // Parse calls it on every error, not only for -h
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			usage()
-			return probeOptions{}, err
-		}
-		return probeOptions{}, &ConfigError{Problems: []Problem{{Var: "argument", Value: strings.Join(args, " "),
-			Reason: err.Error() + " (relay probe --help lists the flags)"}}}
+	if err := parseSubcommand(fs, args, stderr,
+		"relay probe [flags] URL: GET the URL (e.g. http://relay:8080/readyz), exit 0 on a 2xx answer."); err != nil {
+		return probeOptions{}, err
 	}
 	var ps problems
 	switch fs.NArg() {

@@ -173,7 +173,6 @@ func parseTail(args []string, env tailEnv, now time.Time, stderr io.Writer) (tai
 	var prefix, resource, typ, since string
 	var all bool
 	fs := flag.NewFlagSet("relay tail", flag.ContinueOnError)
-	fs.SetOutput(io.Discard) // errors come back as a ConfigError; usage only for -h
 	fs.StringVar(&o.server, "server", server, "NATS server URLs, comma-separated; $NATS_URL when set")
 	// The usage shows the default without the credentials $NATS_URL may carry.
 	fs.Lookup("server").DefValue = redactURL(server)
@@ -189,21 +188,10 @@ func parseTail(args []string, env tailEnv, now time.Time, stderr io.Writer) (tai
 	fs.BoolVar(&o.json, "json", false, "print one JSON object per event, body included")
 	fs.IntVar(&o.count, "count", 0, "exit after this many events (default: follow until interrupted)")
 	fs.DurationVar(&o.timeout, "timeout", 0, "with --count: fail when the events have not arrived within this time (30s, 2m)")
-	usage := func() {
-		fmt.Fprintln(stderr, "relay tail: follow the relay's stream and print one line per event.")
-		fmt.Fprintln(stderr, "NATS credentials come from the relay's RELAY_NATS_* variables.")
-		fmt.Fprintln(stderr, "Flags:")
-		fs.SetOutput(stderr)
-		fs.PrintDefaults()
-	}
-	fs.Usage = func() {} // Parse calls it on every error, not only for -h
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			usage()
-			return tailOptions{}, err
-		}
-		return tailOptions{}, &ConfigError{Problems: []Problem{{Var: "argument", Value: redactArgs(args),
-			Reason: redactUserinfo(err.Error(), args...) + " (relay tail --help lists the flags)"}}}
+	if err := parseSubcommand(fs, args, stderr,
+		"relay tail: follow the relay's stream and print one line per event.",
+		"NATS credentials come from the relay's RELAY_NATS_* variables."); err != nil {
+		return tailOptions{}, err
 	}
 
 	var ps problems
@@ -303,6 +291,29 @@ func connectTail(server string, env tailEnv) (*nats.Conn, error) {
 		return nil, fmt.Errorf("connect to nats %s: %s", redactURL(server), redactUserinfo(err.Error(), server))
 	}
 	return nc, nil
+}
+
+// parseSubcommand parses a subcommand's flags (fs, named "relay <name>"). For -h it prints
+// the intro lines and the flags to stderr and returns flag.ErrHelp; any other parse error
+// comes back as a *ConfigError (exit 2) without the usage, credentials in URLs redacted.
+func parseSubcommand(fs *flag.FlagSet, args []string, stderr io.Writer, intro ...string) error {
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {} // Parse calls it on every error, not only for -h
+	err := fs.Parse(args)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, flag.ErrHelp):
+		for _, l := range intro {
+			fmt.Fprintln(stderr, l)
+		}
+		fmt.Fprintln(stderr, "Flags:")
+		fs.SetOutput(stderr)
+		fs.PrintDefaults()
+		return err
+	}
+	return &ConfigError{Problems: []Problem{{Var: "argument", Value: redactArgs(args),
+		Reason: redactUserinfo(err.Error(), args...) + " (" + fs.Name() + " --help lists the flags)"}}}
 }
 
 // redactArgs joins a command line for a message, each argument's URL credentials redacted.
