@@ -172,21 +172,29 @@ func decodeWranglerManifest(s string) (manifest, error) {
 	if err != nil {
 		return manifest{}, err
 	}
-	return manifest{obj: obj, encode: func(m map[string]any) (string, error) {
+	return manifest{obj: obj, encode: packedJSON(base64.RawStdEncoding, func(w io.Writer, b []byte) error {
+		gz := gzip.NewWriter(w)
+		if _, err := gz.Write(b); err != nil {
+			return err
+		}
+		return gz.Close()
+	})}, nil
+}
+
+// packedJSON writes a manifest back as its JSON, packed by pack (gzip, zip, or as is) and
+// encoded with enc.
+func packedJSON(enc *base64.Encoding, pack func(w io.Writer, b []byte) error) func(map[string]any) (string, error) {
+	return func(m map[string]any) (string, error) {
 		b, err := encodeManifestJSON(m)
 		if err != nil {
 			return "", err
 		}
 		var buf bytes.Buffer
-		w := gzip.NewWriter(&buf)
-		if _, err := w.Write(b); err != nil {
+		if err := pack(&buf, b); err != nil {
 			return "", err
 		}
-		if err := w.Close(); err != nil {
-			return "", err
-		}
-		return base64.RawStdEncoding.EncodeToString(buf.Bytes()), nil
-	}}, nil
+		return enc.EncodeToString(buf.Bytes()), nil
+	}
 }
 
 // decodeObjectMatcherManifest decodes k8s-objectmatcher's annotation: a
@@ -202,10 +210,10 @@ func decodeObjectMatcherManifest(s string) (manifest, error) {
 		if err != nil {
 			return manifest{}, err
 		}
-		return manifest{obj: obj, encode: func(m map[string]any) (string, error) {
-			b, err := encodeManifestJSON(m)
-			return base64.StdEncoding.EncodeToString(b), err
-		}}, nil
+		return manifest{obj: obj, encode: packedJSON(base64.StdEncoding, func(w io.Writer, b []byte) error {
+			_, err := w.Write(b)
+			return err
+		})}, nil
 	}
 	zr, err := zip.NewReader(bytes.NewReader(raw), int64(len(raw)))
 	if err != nil {
@@ -224,25 +232,17 @@ func decodeObjectMatcherManifest(s string) (manifest, error) {
 	if err != nil {
 		return manifest{}, err
 	}
-	return manifest{obj: obj, encode: func(m map[string]any) (string, error) {
-		b, err := encodeManifestJSON(m)
+	return manifest{obj: obj, encode: packedJSON(base64.StdEncoding, func(w io.Writer, b []byte) error {
+		zw := zip.NewWriter(w)
+		fw, err := zw.Create(name)
 		if err != nil {
-			return "", err
-		}
-		var buf bytes.Buffer
-		w := zip.NewWriter(&buf)
-		fw, err := w.Create(name)
-		if err != nil {
-			return "", err
+			return err
 		}
 		if _, err := fw.Write(b); err != nil {
-			return "", err
+			return err
 		}
-		if err := w.Close(); err != nil {
-			return "", err
-		}
-		return base64.StdEncoding.EncodeToString(buf.Bytes()), nil
-	}}, nil
+		return zw.Close()
+	})}, nil
 }
 
 // decodeManifestJSONFrom decodes a JSON object from a decompressing
