@@ -3,11 +3,13 @@ package main
 import (
 	"context"
 	"errors"
+	"math"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // JetStream answers that pass while a cluster settles (nats-server's error identifiers).
@@ -44,12 +46,13 @@ func setupTransient(err error) bool {
 // next attempt's delay: the relay waits for the JetStream cluster as it waits for NATS
 // itself, instead of exiting into a restart loop that would hide why it cannot start.
 func setupRetry(ctx context.Context, log zerolog.Logger, what string, step func() error) error {
-	delay := setupRetryFirst
+	backoff := wait.Backoff{Duration: setupRetryFirst, Factor: 2, Cap: setupRetryMax, Steps: math.MaxInt32}
 	for attempt := 1; ; attempt++ {
 		err := step()
 		if err == nil || !setupTransient(err) || ctx.Err() != nil {
 			return err
 		}
+		delay := backoff.Step()
 		log.Warn().Err(err).Str("step", what).Int("attempt", attempt).Dur("retry_in", delay).
 			Msg("jetstream not ready for the relay's stream or buckets; retrying")
 		select {
@@ -57,6 +60,5 @@ func setupRetry(ctx context.Context, log zerolog.Logger, what string, step func(
 			return err
 		case <-time.After(delay):
 		}
-		delay = min(2*delay, setupRetryMax)
 	}
 }
