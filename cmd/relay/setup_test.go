@@ -71,3 +71,25 @@ func TestSetupRetryStopsAtTheFirstLastingFailureOrSuccess(t *testing.T) {
 		t.Errorf("setupRetry when stopped: %v after %d calls, want the last failure at once", err, calls)
 	}
 }
+
+func TestSetupFailedIsCleanWhenStoppedAndNamesAnUnusableBucket(t *testing.T) {
+	failed := errors.New("stream K: nats: timeout")
+	stopped, stop := context.WithCancelCause(context.Background())
+	stop(nil)
+	if err := setupFailed(stopped, failed, "RELAY_STREAM", "K"); err != nil {
+		t.Errorf("asked to stop during the wait: %v, want a clean exit (nil)", err)
+	}
+	closed, closeNATS := context.WithCancelCause(context.Background())
+	closeNATS(errNATSClosed)
+	if err := setupFailed(closed, failed, "RELAY_STREAM", "K"); !errors.Is(err, errNATSClosed) {
+		t.Errorf("NATS closed for good during the wait: %v, want %v", err, errNATSClosed)
+	}
+	unusable := fmt.Errorf("%w: bucket b has no TTL", checkpoint.ErrBucketUnusable)
+	var cfgErr *ConfigError
+	if err := setupFailed(context.Background(), unusable, "RELAY_INDEX_BUCKET", "b"); !errors.As(err, &cfgErr) || !strings.Contains(err.Error(), "RELAY_INDEX_BUCKET") {
+		t.Errorf("an unusable bucket: %v, want a configuration error naming RELAY_INDEX_BUCKET", err)
+	}
+	if err := setupFailed(context.Background(), failed, "RELAY_STREAM", "K"); !errors.Is(err, failed) {
+		t.Errorf("another failure: %v, want it unchanged", err)
+	}
+}
