@@ -374,25 +374,6 @@ func TestConfigNeverPrintsSecrets(t *testing.T) {
 	}
 }
 
-func TestRedactURL(t *testing.T) {
-	tests := []struct {
-		name, in, want string
-	}{
-		{"no credentials", "nats://a:4222", "nats://a:4222"},
-		{"user and password", "nats://u:p@a:4222", "nats://<redacted>@a:4222"},
-		{"token without scheme", "tok@a:4222", "<redacted>@a:4222"},
-		{"at sign in password", "tls://u:p@ss@a", "tls://<redacted>@a"},
-		{"list", "nats://u:p@a, b:4222,ws://t@c", "nats://<redacted>@a, b:4222,ws://<redacted>@c"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := redactURL(tt.in); got != tt.want {
-				t.Errorf("got %q, want %q", got, tt.want)
-			}
-		})
-	}
-}
-
 func TestConfigDocumentsEveryVariable(t *testing.T) {
 	var usage bytes.Buffer
 	if err := envconfig.Usagef("", &Config{}, &usage, envconfig.DefaultTableFormat); err != nil {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
-	"net/url"
 	"os"
 	"regexp"
 	"slices"
@@ -59,7 +58,6 @@ func (c Config) validate() (*filter.File, error) {
 	var ps problems
 	c.validateKube(&ps)
 	c.validateNATS(&ps)
-	c.validateEmbedded(&ps)
 	rules := c.validateSelection(&ps)
 	c.validateOutput(&ps)
 	c.validateMemory(&ps)
@@ -77,110 +75,11 @@ func (c Config) validateKube(ps *problems) {
 	checkBool(ps, "RELAY_KUBE_COMPRESSION", c.KubeCompression)
 }
 
+// validateNATS reports the problems of the NATS settings (natsconn.Config.Validate).
 func (c Config) validateNATS(ps *problems) {
-	c.validateNATSURLs(ps)
-	if c.EmbeddedNATS() {
-		if _, port, err := net.SplitHostPort(c.NATSListen); err != nil {
-			ps.add("RELAY_NATS_LISTEN", c.NATSListen, "must be host:port")
-		} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
-			ps.add("RELAY_NATS_LISTEN", c.NATSListen, "port must be a number from 0 to 65535")
-		}
+	if err, ok := natsProblems(c.NATS().Validate()).(*ConfigError); ok {
+		*ps = append(*ps, err.Problems...)
 	}
-	if c.EmbeddedNATS() && c.NATSDataDir == "" {
-		ps.add("RELAY_NATS_DATA_DIR", "", "must not be empty when NATS_URL is empty (embedded nats-server)")
-	}
-
-	// Authentication: user and password go together, and at most one method.
-	if c.NATSUser != "" && c.NATSPassword == "" {
-		ps.add("RELAY_NATS_USER", c.NATSUser, "RELAY_NATS_PASSWORD must be set too")
-	}
-	if c.NATSPassword != "" && c.NATSUser == "" {
-		ps.add("RELAY_NATS_PASSWORD", string(c.NATSPassword), "RELAY_NATS_USER must be set too")
-	}
-	type method struct{ name, value string }
-	var methods []method
-	switch {
-	case c.NATSUser != "":
-		methods = append(methods, method{"RELAY_NATS_USER", c.NATSUser})
-	case c.NATSPassword != "":
-		methods = append(methods, method{"RELAY_NATS_PASSWORD", string(c.NATSPassword)})
-	}
-	for _, m := range []method{
-		{"RELAY_NATS_TOKEN", string(c.NATSToken)},
-		{"RELAY_NATS_CREDS", c.NATSCreds},
-		{"RELAY_NATS_NKEY", c.NATSNKey},
-	} {
-		if m.value != "" {
-			methods = append(methods, m)
-		}
-	}
-	if len(methods) > 1 {
-		for _, m := range methods[1:] {
-			ps.addf(m.name, m.value, "conflicts with %s: use one NATS authentication method (user and password, token, creds or nkey)", methods[0].name)
-		}
-	}
-
-	checkReadableFile(ps, "RELAY_NATS_CREDS", c.NATSCreds)
-	checkReadableFile(ps, "RELAY_NATS_NKEY", c.NATSNKey)
-	checkReadableFile(ps, "RELAY_NATS_TLS_CA", c.NATSTLSCA)
-	checkReadableFile(ps, "RELAY_NATS_TLS_CERT", c.NATSTLSCert)
-	checkReadableFile(ps, "RELAY_NATS_TLS_KEY", c.NATSTLSKey)
-	if c.NATSTLSCert != "" && c.NATSTLSKey == "" {
-		ps.add("RELAY_NATS_TLS_CERT", c.NATSTLSCert, "RELAY_NATS_TLS_KEY must be set too")
-	}
-	if c.NATSTLSKey != "" && c.NATSTLSCert == "" {
-		ps.add("RELAY_NATS_TLS_KEY", c.NATSTLSKey, "RELAY_NATS_TLS_CERT must be set too")
-	}
-}
-
-// validateNATSURLs accepts what nats.Connect accepts: host[:port] or
-// scheme://[credentials@]host[:port] with scheme nats, tls, ws or wss, not
-// mixing websocket and plain schemes. Credentials in URLs are never printed.
-func (c Config) validateNATSURLs(ps *problems) {
-	checkNATSURLs(ps, "NATS_URL", c.NATSURL)
-}
-
-// checkNATSURLs is validateNATSURLs for a list given as name (a variable or a flag).
-func checkNATSURLs(ps *problems, name string, urls CommaList) {
-	var websocket, plain bool
-	for _, item := range checkListEntries(ps, name, urls, redactURL) {
-		s := item
-		if !strings.Contains(s, "://") {
-			s = "nats://" + s
-		}
-		// url.Parse errors quote the URL, credentials included: not shown.
-		u, err := url.Parse(s)
-		switch {
-		case err != nil:
-			ps.add(name, redactURL(item), "invalid URL")
-			continue
-		case u.Hostname() == "":
-			ps.add(name, redactURL(item), "missing host")
-			continue
-		case !validURLPort(u.Port()):
-			// url.Parse takes any digits; nats.go would retry such a port forever.
-			ps.add(name, redactURL(item), "port must be a number from 1 to 65535")
-			continue
-		}
-		switch u.Scheme {
-		case "nats", "tls":
-			plain = true
-		case "ws", "wss":
-			websocket = true
-		default:
-			ps.add(name, redactURL(item), "scheme must be nats, tls, ws or wss")
-		}
-	}
-	if websocket && plain {
-		ps.add(name, redactURL(urls.Raw), "cannot mix websocket (ws, wss) and plain (nats, tls) URLs")
-	}
-}
-
-// validURLPort reports whether p, a URL's port (digits, as url.Parse leaves it), is empty
-// (the scheme's default) or a TCP port a client can dial.
-func validURLPort(p string) bool {
-	n, err := strconv.Atoi(p)
-	return p == "" || err == nil && n >= 1 && n <= 65535
 }
 
 func (c Config) validateSelection(ps *problems) *filter.File {
@@ -413,22 +312,4 @@ func checkReadableFile(ps *problems, name, path string) {
 	if info, err := f.Stat(); err == nil && info.IsDir() {
 		ps.add(name, path, "is a directory, want a file")
 	}
-}
-
-// redactURL hides the user information of every URL in a comma-separated
-// list, e.g. "nats://user:pass@host" becomes "nats://<redacted>@host".
-func redactURL(s string) string {
-	items := strings.Split(s, ",")
-	for i, item := range items {
-		at := strings.LastIndex(item, "@")
-		if at < 0 {
-			continue
-		}
-		prefix := ""
-		if scheme, _, ok := strings.Cut(item, "://"); ok && !strings.Contains(scheme, "@") {
-			prefix = scheme + "://"
-		}
-		items[i] = fmt.Sprintf("%s%s@%s", prefix, redacted, item[at+1:])
-	}
-	return strings.Join(items, ",")
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/rs/zerolog"
 	"k8s.io/client-go/rest"
 
+	"github.com/kube-nats-relay/kube-nats-relay/internal/natsconn"
 	"github.com/kube-nats-relay/kube-nats-relay/relay"
 )
 
@@ -30,9 +31,9 @@ const wedgedAfter = 2 * time.Minute
 //
 // /readyz is ready when NATS is connected and either this process relays and every resource
 // is watching, or it stands by and can campaign (it reads the Lease).
-func relayOrStandBy(ctx context.Context, cfg Config, rc *rest.Config, conn *natsConn, rl *relay.Relay,
+func relayOrStandBy(ctx context.Context, cfg Config, rc *rest.Config, conn *natsconn.Conn, rl *relay.Relay,
 	ckpts *trackedCheckpoints, ready, live *readiness, m *metrics) error {
-	nc := conn.nc
+	nc := conn.NATS()
 	natsReady := func() []string {
 		if !nc.IsConnected() {
 			return []string{"nats: " + nc.Status().String()}
@@ -62,7 +63,7 @@ func relayOrStandBy(ctx context.Context, cfg Config, rc *rest.Config, conn *nats
 	})
 	live.set(l.wedged, wedged)
 	abort := func() {
-		conn.abort()
+		conn.Abort()
 		m.leader.Set(0)
 	}
 	return l.campaign(ctx, abort, func(ctx context.Context) error {
@@ -83,7 +84,7 @@ var errSecondWriter = errors.New("checkpoint written by another relay (no leader
 // whole process at once: publishing stops (the NATS connection is closed, as a leader does on
 // a conflict), and the run ends with errSecondWriter wrapping the conflict, which names the
 // checkpoint and the other writer.
-func relayAlone(ctx context.Context, conn *natsConn, rl *relay.Relay, ckpts *trackedCheckpoints) error {
+func relayAlone(ctx context.Context, conn *natsconn.Conn, rl *relay.Relay, ckpts *trackedCheckpoints) error {
 	runCtx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	conflicted := make(chan struct{})
@@ -91,7 +92,7 @@ func relayAlone(ctx context.Context, conn *natsConn, rl *relay.Relay, ckpts *tra
 	ckpts.onConflict = func(err error) {
 		once.Do(func() {
 			zerolog.Ctx(ctx).Error().Err(err).Msg("checkpoint written by another relay: another relay runs on the same buckets without leader election; stopping at once")
-			conn.abort()
+			conn.Abort()
 			stop(fmt.Errorf("%w: %w", errSecondWriter, err))
 			close(conflicted)
 		})

@@ -24,7 +24,7 @@ import (
 // may take the lease only when LeaseDuration (15s) has passed since it saw the last renewal
 // on the apiserver, by its own clock, so the old leader has LeaseDuration - RenewDeadline -
 // RetryPeriod (3s) to stop. It needs milliseconds: on losing the lease it closes its NATS
-// connection at once (no drain) and resets the socket (natsConn.abort), which fails every
+// connection at once (no drain) and resets the socket (natsconn.Conn.Abort), which fails every
 // publish, index and checkpoint write it has not yet sent, discards what the client and the
 // kernel still buffered, then exits non-zero for Kubernetes to restart it as a fresh standby.
 // Config.Validate insists on RenewDeadline + RetryPeriod < LeaseDuration.

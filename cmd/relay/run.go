@@ -95,8 +95,8 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer conn.close(ctx)
-	nc := conn.nc
+	defer conn.Close(ctx)
+	nc := conn.NATS()
 	// A denied publish reaches the client only as an asynchronous error; Denials hands it to
 	// the publish waiting for its ack.
 	denials := relay.NewDenials()

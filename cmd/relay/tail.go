@@ -14,11 +14,11 @@ import (
 	"unicode/utf8"
 
 	"github.com/kelseyhightower/envconfig"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/kube-nats-relay/kube-nats-relay/consumer"
 	"github.com/kube-nats-relay/kube-nats-relay/event"
+	"github.com/kube-nats-relay/kube-nats-relay/internal/natsconn"
 )
 
 // tailCommand is the subcommand that follows the stream: `relay tail [flags]`.
@@ -37,20 +37,6 @@ const (
 	// --all and --since show events of other days.
 	tailTimeFormat = "2006-01-02 15:04:05.000"
 )
-
-// tailEnv is what relay tail reads from the environment: the default server and the NATS
-// credentials the relay itself uses.
-type tailEnv struct {
-	NATSURL      string `envconfig:"NATS_URL"`
-	NATSUser     string `envconfig:"RELAY_NATS_USER"`
-	NATSPassword Secret `envconfig:"RELAY_NATS_PASSWORD"`
-	NATSToken    Secret `envconfig:"RELAY_NATS_TOKEN"`
-	NATSCreds    string `envconfig:"RELAY_NATS_CREDS"`
-	NATSNKey     string `envconfig:"RELAY_NATS_NKEY"`
-	NATSTLSCA    string `envconfig:"RELAY_NATS_TLS_CA"`
-	NATSTLSCert  string `envconfig:"RELAY_NATS_TLS_CERT"`
-	NATSTLSKey   string `envconfig:"RELAY_NATS_TLS_KEY"`
-}
 
 // tailOptions is a parsed relay tail command line.
 type tailOptions struct {
@@ -74,11 +60,13 @@ var errTailTimeout = errors.New("timeout")
 // runTail follows the relay's stream and prints one line (or JSON object) per event on
 // stdout until ctx ends. Flag problems come back as a *ConfigError.
 func runTail(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	var env tailEnv
+	// The relay's own configuration supplies the default server and the credentials; its
+	// decoders never fail, and only the NATS settings are used.
+	var env Config
 	if err := envconfig.Process("", &env); err != nil {
 		return fmt.Errorf("read environment: %w", err)
 	}
-	o, err := parseTail(args, env, time.Now(), stderr)
+	o, err := parseTail(args, env.NATSURL.Raw, time.Now(), stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil
 	}
@@ -90,9 +78,11 @@ func runTail(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		ctx, cancel = context.WithTimeoutCause(ctx, o.timeout, errTailTimeout)
 		defer cancel()
 	}
-	nc, err := connectTail(o.server, env)
+	conn := env.NATS()
+	conn.URL = o.server
+	nc, err := natsconn.Dial(conn, "kube-nats-relay-tail", tailConnectTimeout)
 	if err != nil {
-		return err
+		return natsProblems(err)
 	}
 	defer nc.Close()
 	js, err := jetstream.New(nc)
@@ -100,7 +90,7 @@ func runTail(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return fmt.Errorf("jetstream: %w", err)
 	}
 	if _, err := js.Stream(ctx, o.stream); err != nil {
-		return fmt.Errorf("stream %s on %s: %w", o.stream, redactURL(o.server), err)
+		return fmt.Errorf("stream %s on %s: %w", o.stream, natsconn.RedactURL(o.server), err)
 	}
 	cons, err := js.OrderedConsumer(ctx, o.stream, jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{o.filter.String()},
@@ -127,7 +117,7 @@ func runTail(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 	}()
 	fmt.Fprintf(stderr, "relay tail: following stream %s on %s, subjects %s, %s\n",
-		o.stream, redactURL(o.server), o.filter, o.from)
+		o.stream, natsconn.RedactURL(o.server), o.filter, o.from)
 
 	p := tailPrinter{w: stdout, json: o.json, cluster: o.filter.Cluster == "", loc: time.Local}
 	if err := p.header(); err != nil {
@@ -162,10 +152,10 @@ func runTail(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 }
 
-// parseTail parses the flags of relay tail; now anchors a --since duration. It returns
-// flag.ErrHelp after printing the usage for -h.
-func parseTail(args []string, env tailEnv, now time.Time, stderr io.Writer) (tailOptions, error) {
-	server := env.NATSURL
+// parseTail parses the flags of relay tail; natsURL is $NATS_URL, the default server, and
+// now anchors a --since duration. It returns flag.ErrHelp after printing the usage for -h.
+func parseTail(args []string, natsURL string, now time.Time, stderr io.Writer) (tailOptions, error) {
+	server := natsURL
 	if server == "" {
 		server = tailDefaultServer
 	}
@@ -175,7 +165,7 @@ func parseTail(args []string, env tailEnv, now time.Time, stderr io.Writer) (tai
 	fs := flag.NewFlagSet("relay tail", flag.ContinueOnError)
 	fs.StringVar(&o.server, "server", server, "NATS server URLs, comma-separated; $NATS_URL when set")
 	// The usage shows the default without the credentials $NATS_URL may carry.
-	fs.Lookup("server").DefValue = redactURL(server)
+	fs.Lookup("server").DefValue = natsconn.RedactURL(server)
 	fs.StringVar(&o.stream, "stream", "KUBE", "the relay's stream (RELAY_STREAM)")
 	fs.StringVar(&prefix, "prefix", "kube", "the relay's subject prefix (RELAY_SUBJECT_PREFIX)")
 	fs.StringVar(&o.filter.Cluster, "cluster", "", "only this cluster (RELAY_CLUSTER); empty: every cluster")
@@ -196,14 +186,14 @@ func parseTail(args []string, env tailEnv, now time.Time, stderr io.Writer) (tai
 
 	var ps problems
 	if fs.NArg() > 0 {
-		ps.add("argument", redactURL(fs.Arg(0)), "relay tail takes only flags (relay tail --help lists them)")
+		ps.add("argument", natsconn.RedactURL(fs.Arg(0)), "relay tail takes only flags (relay tail --help lists them)")
 	}
 	if strings.TrimSpace(o.server) == "" {
 		ps.add("--server", o.server, "empty: give the NATS server URL")
 	} else {
-		var urls CommaList
-		_ = urls.Decode(o.server) // never fails
-		checkNATSURLs(&ps, "--server", urls)
+		for _, p := range natsconn.CheckURLs("--server", o.server) {
+			ps.add(p.Var, p.Value, p.Reason)
+		}
 	}
 	if o.stream == "" {
 		ps.add("--stream", o.stream, "empty: give the relay's stream name")
@@ -270,29 +260,6 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 	return t, nil
 }
 
-// connectTail connects with the relay's NATS credentials. It does not wait for a server that
-// is not there; once connected it reconnects for as long as it runs.
-func connectTail(server string, env tailEnv) (*nats.Conn, error) {
-	opts := []nats.Option{
-		nats.Name("kube-nats-relay-tail"),
-		nats.Timeout(tailConnectTimeout),
-		nats.MaxReconnects(-1),
-		nats.ReconnectWait(reconnectWait),
-	}
-	auth, err := natsAuth{User: env.NATSUser, Password: env.NATSPassword, Token: env.NATSToken, Creds: env.NATSCreds,
-		NKey: env.NATSNKey, TLSCA: env.NATSTLSCA, TLSCert: env.NATSTLSCert, TLSKey: env.NATSTLSKey}.options()
-	if err != nil {
-		return nil, err
-	}
-	opts = append(opts, auth...)
-	nc, err := nats.Connect(server, opts...)
-	if err != nil {
-		// Not wrapped: nats.go's errors may quote the URL, credentials included.
-		return nil, fmt.Errorf("connect to nats %s: %s", redactURL(server), redactUserinfo(err.Error(), server))
-	}
-	return nc, nil
-}
-
 // parseSubcommand parses a subcommand's flags (fs, named "relay <name>"). For -h it prints
 // the intro lines and the flags to stderr and returns flag.ErrHelp; any other parse error
 // comes back as a *ConfigError (exit 2) without the usage, credentials in URLs redacted.
@@ -312,42 +279,8 @@ func parseSubcommand(fs *flag.FlagSet, args []string, stderr io.Writer, intro ..
 		fs.PrintDefaults()
 		return err
 	}
-	return &ConfigError{Problems: []Problem{{Var: "argument", Value: redactArgs(args),
-		Reason: redactUserinfo(err.Error(), args...) + " (" + fs.Name() + " --help lists the flags)"}}}
-}
-
-// redactArgs joins a command line for a message, each argument's URL credentials redacted.
-func redactArgs(args []string) string {
-	out := make([]string, len(args))
-	for i, a := range args {
-		out[i] = redactURL(a)
-	}
-	return strings.Join(out, " ")
-}
-
-// redactUserinfo replaces in text the user information of every URL in urls (each a
-// comma-separated list, as redactURL takes, or an argument such as --server=URL), so that a
-// message quoting one of them, such as url.Parse's, prints no credentials.
-func redactUserinfo(text string, urls ...string) string {
-	for _, list := range urls {
-		for item := range strings.SplitSeq(list, ",") {
-			if _, value, ok := strings.Cut(item, "="); ok && strings.HasPrefix(item, "-") {
-				item = value // --flag=URL
-			}
-			at := strings.LastIndex(item, "@")
-			if at < 0 {
-				continue
-			}
-			start := 0
-			if scheme, _, ok := strings.Cut(item, "://"); ok && !strings.Contains(scheme, "@") {
-				start = len(scheme) + len("://")
-			}
-			if userinfo := item[start : at+1]; userinfo != "@" {
-				text = strings.ReplaceAll(text, userinfo, redacted+"@")
-			}
-		}
-	}
-	return text
+	return &ConfigError{Problems: []Problem{{Var: "argument", Value: natsconn.RedactArgs(args),
+		Reason: natsconn.RedactUserinfo(err.Error(), args...) + " (" + fs.Name() + " --help lists the flags)"}}}
 }
 
 // tailPrinter writes events as aligned lines, or as JSON objects.

@@ -21,7 +21,7 @@ func TestParseTailCountAndTimeout(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			o, err := parseTail(tt.args, tailEnv{}, time.Now(), io.Discard)
+			o, err := parseTail(tt.args, "", time.Now(), io.Discard)
 			if err != nil {
 				t.Fatalf("parseTail: got error %v, want none", err)
 			}

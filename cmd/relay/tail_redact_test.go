@@ -87,24 +87,3 @@ func TestTailPrintsNoCredentials(t *testing.T) {
 		})
 	}
 }
-
-func TestRedactUserinfo(t *testing.T) {
-	tests := []struct {
-		name, text string
-		urls       []string
-		want       string
-	}{
-		{"user and password", `parse "nats://u:p@h:4x": invalid port`, []string{"nats://u:p@h:4x"}, `parse "nats://<redacted>@h:4x": invalid port`},
-		{"token in a list", `a tok@b c`, []string{"nats://x:4222,nats://tok@b"}, `a <redacted>@b c`},
-		{"flag=URL argument", `invalid boolean value "nats://t@h" for -all`, []string{"--all=nats://t@h"}, `invalid boolean value "nats://<redacted>@h" for -all`},
-		{"flag=host argument", `invalid boolean value "u:p@h" for -all`, []string{"--all=u:p@h"}, `invalid boolean value "<redacted>@h" for -all`},
-		{"no credentials", `dial nats://h:4222`, []string{"nats://h:4222", "--json"}, `dial nats://h:4222`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := redactUserinfo(tt.text, tt.urls...); got != tt.want {
-				t.Errorf("redactUserinfo: got %q, want %q", got, tt.want)
-			}
-		})
-	}
-}

@@ -38,7 +38,7 @@ func TestParseTail(t *testing.T) {
 	tests := []struct {
 		name    string
 		args    []string
-		env     tailEnv
+		env     string // $NATS_URL
 		server  string
 		subject string
 		deliver jetstream.DeliverPolicy
@@ -49,11 +49,11 @@ func TestParseTail(t *testing.T) {
 			name: "defaults", server: tailDefaultServer, subject: "kube.*.*.*.*.*.*.*", deliver: jetstream.DeliverNewPolicy,
 		},
 		{
-			name: "server from NATS_URL", env: tailEnv{NATSURL: "nats://a:4222,nats://b:4222"},
+			name: "server from NATS_URL", env: "nats://a:4222,nats://b:4222",
 			server: "nats://a:4222,nats://b:4222", subject: "kube.*.*.*.*.*.*.*", deliver: jetstream.DeliverNewPolicy,
 		},
 		{
-			name: "flag beats NATS_URL", args: []string{"--server", "nats://c:4222"}, env: tailEnv{NATSURL: "nats://a:4222"},
+			name: "flag beats NATS_URL", args: []string{"--server", "nats://c:4222"}, env: "nats://a:4222",
 			server: "nats://c:4222", subject: "kube.*.*.*.*.*.*.*", deliver: jetstream.DeliverNewPolicy,
 		},
 		{
@@ -123,7 +123,7 @@ func TestParseTailRejects(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var stderr strings.Builder
-			_, err := parseTail(tt.args, tailEnv{}, time.Now(), &stderr)
+			_, err := parseTail(tt.args, "", time.Now(), &stderr)
 			var cfgErr *ConfigError
 			if !errors.As(err, &cfgErr) {
 				t.Fatalf("parseTail: got error %v, want a *ConfigError", err)
@@ -141,7 +141,7 @@ func TestParseTailRejects(t *testing.T) {
 		})
 	}
 	var usage strings.Builder
-	if _, err := parseTail([]string{"--help"}, tailEnv{}, time.Now(), &usage); !errors.Is(err, flag.ErrHelp) || strings.Count(usage.String(), "-since") != 1 {
+	if _, err := parseTail([]string{"--help"}, "", time.Now(), &usage); !errors.Is(err, flag.ErrHelp) || strings.Count(usage.String(), "-since") != 1 {
 		t.Errorf("--help: got error %v and usage %q, want flag.ErrHelp and the flags, once", err, usage.String())
 	}
 }

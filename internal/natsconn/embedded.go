@@ -1,10 +1,13 @@
-package main
+package natsconn
 
 import (
 	"errors"
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
+	"strconv"
+	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nkeys"
@@ -22,36 +25,39 @@ import (
 //     embedded server serves no TLS, so they are refused rather than silently meaningless;
 //   - it listens beyond loopback only when it requires credentials.
 
+// embeddedReadyTimeout bounds the embedded server's start, JetStream recovery included.
+const embeddedReadyTimeout = 30 * time.Second
+
 // embeddedAuthVars names the variables that make the embedded server require credentials,
 // for messages that say how to add authentication.
 const embeddedAuthVars = "RELAY_NATS_USER and RELAY_NATS_PASSWORD, RELAY_NATS_TOKEN or RELAY_NATS_NKEY"
 
 // validateEmbedded reports settings the embedded nats-server cannot honour, and a listen
-// address beyond loopback without credentials. It checks nothing when NATS_URL is set.
+// address beyond loopback without credentials. It checks nothing when URL is set.
 func (c Config) validateEmbedded(ps *problems) {
-	if !c.EmbeddedNATS() {
+	if !c.Embedded() {
 		return
 	}
-	if c.NATSCreds != "" {
-		ps.add("RELAY_NATS_CREDS", c.NATSCreds, "the embedded nats-server (NATS_URL empty) cannot verify a JWT credentials file "+
+	if c.Creds != "" {
+		ps.add(varCreds, c.Creds, "the embedded nats-server (NATS_URL empty) cannot verify a JWT credentials file "+
 			"without the operator and account that issued it: use "+embeddedAuthVars+", or set NATS_URL")
 	}
 	for _, v := range []struct{ name, value string }{
-		{"RELAY_NATS_TLS_CA", c.NATSTLSCA},
-		{"RELAY_NATS_TLS_CERT", c.NATSTLSCert},
-		{"RELAY_NATS_TLS_KEY", c.NATSTLSKey},
+		{varTLSCA, c.TLSCA},
+		{varTLSCert, c.TLSCert},
+		{varTLSKey, c.TLSKey},
 	} {
 		if v.value != "" {
 			ps.add(v.name, v.value, "client TLS to an external NATS: the embedded nats-server (NATS_URL empty) serves no TLS; "+
 				"unset it, or run a nats-server with TLS and set NATS_URL")
 		}
 	}
-	host, _, err := net.SplitHostPort(c.NATSListen)
+	host, _, err := net.SplitHostPort(c.Listen)
 	if err != nil {
-		return // reported by validateNATS
+		return // reported by Validate
 	}
-	if !isLoopbackHost(host) && !c.natsAuth().embeddedCredentials() {
-		ps.add("RELAY_NATS_LISTEN", c.NATSListen, "the embedded nats-server would accept clients beyond loopback "+
+	if !isLoopbackHost(host) && !c.embeddedCredentials() {
+		ps.add(varListen, c.Listen, "the embedded nats-server would accept clients beyond loopback "+
 			"without authentication, and any of them could read every event, publish forged ones and overwrite checkpoints: "+
 			"set "+embeddedAuthVars+" (the embedded server then requires them), or listen on 127.0.0.1")
 	}
@@ -67,37 +73,37 @@ func isLoopbackHost(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// embeddedCredentials reports whether a carries credentials the embedded server can require.
-func (a natsAuth) embeddedCredentials() bool {
-	return a.User != "" && a.Password != "" || a.Token != "" || a.NKey != ""
+// embeddedCredentials reports whether c carries credentials the embedded server can require.
+func (c Config) embeddedCredentials() bool {
+	return c.User != "" && c.Password != "" || c.Token != "" || c.NKey != ""
 }
 
 // embeddedMethod names what the embedded server requires from clients, for the log.
-func (a natsAuth) embeddedMethod() string {
+func (c Config) embeddedMethod() string {
 	switch {
-	case a.User != "":
+	case c.User != "":
 		return "user and password"
-	case a.Token != "":
+	case c.Token != "":
 		return "token"
-	case a.NKey != "":
+	case c.NKey != "":
 		return "nkey"
 	}
 	return "none (loopback only)"
 }
 
-// requireOn makes the embedded server's options require a's credentials from every client,
+// requireOn makes the embedded server's options require c's credentials from every client,
 // the relay's own included. Without credentials it leaves opts open (validateEmbedded allows
 // that on loopback only).
-func (a natsAuth) requireOn(opts *server.Options) error {
+func (c Config) requireOn(opts *server.Options) error {
 	switch {
-	case a.User != "":
-		opts.Username, opts.Password = a.User, string(a.Password)
-	case a.Token != "":
-		opts.Authorization = string(a.Token)
-	case a.NKey != "":
-		pub, err := nkeyPublicUserKey(a.NKey)
+	case c.User != "":
+		opts.Username, opts.Password = c.User, string(c.Password)
+	case c.Token != "":
+		opts.Authorization = string(c.Token)
+	case c.NKey != "":
+		pub, err := nkeyPublicUserKey(c.NKey)
 		if err != nil {
-			return &ConfigError{Problems: []Problem{{Var: "RELAY_NATS_NKEY", Value: a.NKey, Reason: err.Error()}}}
+			return &ConfigError{Problems: []Problem{{Var: varNKey, Value: c.NKey, Reason: err.Error()}}}
 		}
 		opts.Nkeys = []*server.NkeyUser{{Nkey: pub}}
 	}
@@ -125,4 +131,37 @@ func nkeyPublicUserKey(path string) (string, error) {
 		return "", errors.New("not a user nkey seed (want one starting with SU)")
 	}
 	return pub, nil
+}
+
+// startEmbedded starts the embedded nats-server on c.Listen with JetStream in c.DataDir,
+// requiring c's credentials from every client. c must be valid (Validate).
+func startEmbedded(c Config) (*server.Server, error) {
+	host, portStr, _ := net.SplitHostPort(c.Listen) // validated in Config
+	port, _ := strconv.Atoi(portStr)
+	dir, err := filepath.Abs(c.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	opts := &server.Options{
+		ServerName: "kube-nats-relay-embedded",
+		Host:       host,
+		Port:       port,
+		JetStream:  true,
+		StoreDir:   dir,
+		NoSigs:     true,
+		NoLog:      true,
+	}
+	if err := c.requireOn(opts); err != nil {
+		return nil, err
+	}
+	s, err := server.NewServer(opts)
+	if err != nil {
+		return nil, fmt.Errorf("embedded nats-server: %w", err)
+	}
+	go s.Start()
+	if !s.ReadyForConnections(embeddedReadyTimeout) {
+		s.Shutdown()
+		return nil, fmt.Errorf("embedded nats-server on %s with storage in %s: not ready after %s", c.Listen, dir, embeddedReadyTimeout)
+	}
+	return s, nil
 }
