@@ -60,13 +60,11 @@ var errTailTimeout = errors.New("timeout")
 // runTail follows the relay's stream and prints one line (or JSON object) per event on
 // stdout until ctx ends. Flag problems come back as a *ConfigError.
 func runTail(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	// The relay's own configuration supplies the default server and the credentials; its
-	// decoders never fail, and only the NATS settings are used.
-	var env Config
-	if err := envconfig.Process("", &env); err != nil {
-		return fmt.Errorf("read environment: %w", err)
+	conn, err := tailNATS()
+	if err != nil {
+		return err
 	}
-	o, err := parseTail(args, env.NATSURL.Raw, time.Now(), stderr)
+	o, err := parseTail(args, conn.URL, time.Now(), stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil
 	}
@@ -78,7 +76,6 @@ func runTail(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		ctx, cancel = context.WithTimeoutCause(ctx, o.timeout, errTailTimeout)
 		defer cancel()
 	}
-	conn := env.NATS()
 	conn.URL = o.server
 	nc, err := natsconn.Dial(conn, "kube-nats-relay-tail", tailConnectTimeout)
 	if err != nil {
@@ -150,6 +147,17 @@ func runTail(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return nil
 		}
 	}
+}
+
+// tailNATS reads the relay's NATS settings from the environment, as the relay reads them:
+// $NATS_URL (the default server) and the RELAY_NATS_* credentials. The relay's other
+// variables are decoded too, never fail, and are not used.
+func tailNATS() (natsconn.Config, error) {
+	var cfg Config
+	if err := envconfig.Process("", &cfg); err != nil {
+		return natsconn.Config{}, fmt.Errorf("read environment: %w", err)
+	}
+	return cfg.NATS(), nil
 }
 
 // parseTail parses the flags of relay tail; natsURL is $NATS_URL, the default server, and
