@@ -9,6 +9,8 @@ import (
 
 	"github.com/kelseyhightower/envconfig"
 	"github.com/rs/zerolog"
+
+	"github.com/kube-nats-relay/kube-nats-relay/internal/natsconn"
 )
 
 // The value types below implement envconfig.Decoder with a Decode that never
@@ -121,25 +123,11 @@ func (l *CommaList) Decode(value string) error {
 }
 
 // redacted replaces secret values wherever the configuration is printed.
-const redacted = "<redacted>"
+const redacted = natsconn.Redacted
 
 // Secret is a string that prints as "<redacted>" through fmt and encoders, so
 // that logging the Config does not leak it. Convert with string(s) to use it.
-type Secret string
-
-// String implements fmt.Stringer.
-func (s Secret) String() string {
-	if s == "" {
-		return ""
-	}
-	return redacted
-}
-
-// GoString implements fmt.GoStringer for %#v.
-func (s Secret) GoString() string { return strconv.Quote(s.String()) }
-
-// MarshalText implements encoding.TextMarshaler for JSON and zerolog.
-func (s Secret) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+type Secret = natsconn.Secret
 
 // InitialSyncMode says what happens to the objects the first list returns when
 // a resource has no checkpoint yet.
