@@ -15,8 +15,8 @@ import (
 )
 
 const (
-	// ReconnectWait is the pause between reconnect attempts; reconnects never stop.
-	ReconnectWait = time.Second
+	// reconnectWait is the pause between reconnect attempts; reconnects never stop.
+	reconnectWait = time.Second
 	// reconnectBufSize buffers publishes made while disconnected (nats.go's default is 8 MiB);
 	// publishes beyond it fail and are retried by the pipeline.
 	reconnectBufSize = 32 << 20
@@ -47,6 +47,8 @@ type Conn struct {
 	// dialer made the connection's sockets; Abort resets the last one.
 	dialer *resettableDialer
 }
+
+var _ nats.CustomDialer = (*resettableDialer)(nil)
 
 // resettableDialer dials like nats.go's default dialer and remembers the last socket, so
 // that Abort can reset it: a plain close lets the kernel go on sending what the socket still
@@ -94,7 +96,7 @@ func Connect(ctx context.Context, cfg Config, lost func(cause error)) (*Conn, er
 	opts := []nats.Option{
 		nats.Name(clientName),
 		nats.MaxReconnects(-1),
-		nats.ReconnectWait(ReconnectWait),
+		nats.ReconnectWait(reconnectWait),
 		nats.ReconnectBufSize(reconnectBufSize),
 		nats.RetryOnFailedConnect(true),
 		nats.DrainTimeout(drainTimeout),
@@ -207,7 +209,7 @@ func Dial(cfg Config, name string, timeout time.Duration) (*nats.Conn, error) {
 		nats.Name(name),
 		nats.Timeout(timeout),
 		nats.MaxReconnects(-1),
-		nats.ReconnectWait(ReconnectWait),
+		nats.ReconnectWait(reconnectWait),
 	}
 	auth, err := cfg.AuthOptions()
 	if err != nil {
