@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kube-nats-relay/kube-nats-relay/checkpoint"
 	"github.com/kube-nats-relay/kube-nats-relay/event"
 	"github.com/kube-nats-relay/kube-nats-relay/internal/relaytest"
 	"github.com/kube-nats-relay/kube-nats-relay/internal/testenv"
@@ -232,13 +233,11 @@ func checkpointRV(ctx context.Context, t *testing.T, js jetstream.JetStream, buc
 	if err != nil {
 		t.Fatalf("checkpoint %s: %v", key, err)
 	}
-	var v struct {
-		ResourceVersion string `json:"resourceVersion"`
-	}
-	if err := json.Unmarshal(e.Value(), &v); err != nil {
+	rv, err := checkpoint.ResourceVersion(e.Value())
+	if err != nil {
 		t.Fatalf("checkpoint %s: %v", key, err)
 	}
-	return v.ResourceVersion
+	return rv
 }
 
 func waitCheckpoint(t *testing.T, js jetstream.JetStream, bucket, key string, cond func(rv string) bool) string {
