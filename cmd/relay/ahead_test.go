@@ -180,8 +180,8 @@ func TestObjectRecreatedUnderAStaleHigherIndexEntryIsPublished(t *testing.T) {
 	if len(got) != 1 || got[0].meta.Type != event.Added || got[0].meta.UID != want.UID || got[0].meta.ResourceVersion != want.RV {
 		t.Errorf("recreated: got\n%swant one added uid=%s rv=%s (stale index entry at rv %s)", describe(got), want.UID, want.RV, stale)
 	}
-	if strings.Contains(r.out.String(), "resourceVersion ahead of the cluster") {
-		t.Errorf("the resume relisted; this test is about the watch's replay:\n%s", r.out.String())
+	if strings.Contains(r.Output(), "resourceVersion ahead of the cluster") {
+		t.Errorf("the resume relisted; this test is about the watch's replay:\n%s", r.Output())
 	}
 	f.check(msgs, g.state(), nil, g.uids())
 	r.stop(t)

@@ -121,7 +121,7 @@ func TestEmbeddedServerRequiresTheRelaysCredentials(t *testing.T) {
 			}
 			r.stop(t)
 			for _, s := range secretsOf(t, right) {
-				if strings.Contains(r.out.String(), s) {
+				if strings.Contains(r.Output(), s) {
 					t.Errorf("relay output contains a secret of %s", tc.method.name)
 				}
 			}
@@ -149,8 +149,8 @@ func connectEmbedded(t *testing.T, r *relayProc, url string, auth testenv.NATSAu
 			return js
 		}
 		select {
-		case <-r.done:
-			t.Fatalf("relay exited (%s) before its embedded server accepted clients", exitStatus(r.err))
+		case <-r.Done():
+			t.Fatalf("relay exited (%s) before its embedded server accepted clients", exitStatus(r.Err()))
 		default:
 		}
 		if time.Now().After(deadline) {
@@ -165,15 +165,15 @@ func TestEmbeddedServerBeyondLoopbackWithoutCredentialsExits2(t *testing.T) {
 	listen := "0.0.0.0:" + relaytest.FreePort(t)
 	r := startRelay(t, embeddedRelayVars(t, name, listen))
 	select {
-	case <-r.done:
+	case <-r.Done():
 	case <-time.After(time.Minute):
 		t.Fatalf("relay still running a minute after start, want exit %d", exitConfig)
 	}
 	var exit *exec.ExitError
-	if !errors.As(r.err, &exit) || exit.ExitCode() != exitConfig {
-		t.Fatalf("exit: got %s, want exit status %d\n%s", exitStatus(r.err), exitConfig, r.out.String())
+	if !errors.As(r.Err(), &exit) || exit.ExitCode() != exitConfig {
+		t.Fatalf("exit: got %s, want exit status %d\n%s", exitStatus(r.Err()), exitConfig, r.Output())
 	}
-	out := r.out.String()
+	out := r.Output()
 	for _, want := range []string{`RELAY_NATS_LISTEN="` + listen + `"`, "RELAY_NATS_TOKEN", "RELAY_NATS_USER", "RELAY_NATS_NKEY"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)

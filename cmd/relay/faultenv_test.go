@@ -170,8 +170,8 @@ func (f *faultEnv) check(msgs []received, final map[string]objectState, truth []
 func (f *faultEnv) requireRunning(r *relayProc) {
 	f.t.Helper()
 	select {
-	case <-r.done:
-		f.t.Fatalf("relay exited on its own: %v\n%s", r.err, r.out.String())
+	case <-r.Done():
+		f.t.Fatalf("relay exited on its own: %v\n%s", r.Err(), r.Output())
 	default:
 	}
 }
@@ -183,7 +183,7 @@ func (f *faultEnv) logRelays() {
 	phrases := []string{"resuming from checkpoint", "resourceVersion expired, relisting", "listed", "watching",
 		"publish failed, retrying", "list or watch failed, retrying", "nats disconnected", "max payload"}
 	for _, r := range f.relays {
-		out := r.out.String()
+		out := r.Output()
 		for _, p := range phrases {
 			count[p] += strings.Count(out, p)
 		}
@@ -195,7 +195,7 @@ func (f *faultEnv) logRelays() {
 	f.t.Logf("relay logs (%d processes): %s", len(f.relays), strings.Join(parts, ", "))
 	if os.Getenv(relayLogsEnv) == "1" && !f.t.Failed() { // on failure startRelay prints them
 		for i, r := range f.relays {
-			f.t.Logf("relay %d output:\n%s", i, r.out.String())
+			f.t.Logf("relay %d output:\n%s", i, r.Output())
 		}
 	}
 }

@@ -46,10 +46,10 @@ func TestFaultRelayKilledRepeatedly(t *testing.T) {
 		func(g *loadGen) []int { return g.moments(kills, 0.03, 0.9) },
 		func(_ *loadGen, r **relayProc, i int) {
 			// SIGKILL, as a crash: no drain, no final checkpoint. Started again at once.
-			if err := (*r).cmd.Process.Kill(); err != nil {
+			if err := (*r).Kill(); err != nil {
 				t.Fatalf("kill relay: %v", err)
 			}
-			<-(*r).done
+			<-(*r).Done()
 			*r = f.startRelay()
 		})
 	t.Logf("relay killed %d times", n)

@@ -1,17 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
 	"sort"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -39,106 +34,32 @@ func TestMain(m *testing.M) {
 
 // relayProc is a relay process started by a test.
 type relayProc struct {
-	cmd  *exec.Cmd
-	out  *syncBuffer
-	done chan struct{}
-	err  error
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	*relaytest.Process
 }
 
 // testName is a short lower-case name unique to the test, usable as cluster, namespace and
 // bucket name.
-func testName(t *testing.T) string {
-	t.Helper()
-	n := strings.ToLower(t.Name())
-	n = strings.Map(func(r rune) rune {
-		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
-			return r
-		}
-		return -1
-	}, n)
-	if len(n) > 40 {
-		n = n[:40]
-	}
-	return fmt.Sprintf("%s%d", n, time.Now().UnixNano()%100000)
-}
+func testName(t *testing.T) string { return relaytest.Name(t) }
 
 // relayVars returns a configuration for a relay publishing to the test bed's NATS with a
 // stream, bucket and cluster name of the test's own.
-func relayVars(name string) map[string]string {
-	return map[string]string{
-		"KUBECONFIG":                env.Kube.KubeconfigPath(),
-		"NATS_URL":                  env.NATS.URL(),
-		"RELAY_CLUSTER":             name,
-		"RELAY_STREAM":              strings.ToUpper(name),
-		"RELAY_CHECKPOINT_BUCKET":   name,
-		"RELAY_INDEX_BUCKET":        name + "-index",
-		"RELAY_CHECKPOINT_INTERVAL": "200ms",
-		"RELAY_LOG_LEVEL":           "debug",
-		"RELAY_HTTP_ADDR":           "127.0.0.1:0",
-	}
-}
+func relayVars(name string) map[string]string { return relaytest.Vars(env, name) }
 
 func startRelay(t *testing.T, vars map[string]string) *relayProc {
 	t.Helper()
-	cmd := exec.Command(relayBin)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
-	for k, v := range vars {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
-	out := &syncBuffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start relay: %v", err)
-	}
-	r := &relayProc{cmd: cmd, out: out, done: make(chan struct{})}
-	go func() { r.err = cmd.Wait(); close(r.done) }()
-	t.Cleanup(func() {
-		select {
-		case <-r.done:
-		default:
-			_ = cmd.Process.Kill()
-			<-r.done
-		}
-		if t.Failed() {
-			t.Logf("relay output:\n%s", out.String())
-		}
-	})
-	return r
+	return &relayProc{relaytest.Start(t, relayBin, vars)}
 }
+
+// shutdownTimeout is the clean exit the relay promises after SIGTERM.
+const shutdownTimeout = 10 * time.Second
 
 // stop sends SIGTERM and requires a clean exit within the promised 10 seconds.
 func (r *relayProc) stop(t *testing.T) {
 	t.Helper()
 	start := time.Now()
-	_ = r.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-r.done:
-	case <-time.After(15 * time.Second):
-		t.Fatalf("relay still running 15s after SIGTERM")
-	}
-	if took := time.Since(start); took > 10*time.Second {
-		t.Errorf("shutdown took %s, want at most 10s", took)
-	}
-	if r.err != nil {
-		t.Fatalf("relay exit after SIGTERM: %v, want exit 0\n%s", r.err, r.out.String())
+	r.Stop(t)
+	if took := time.Since(start); took > shutdownTimeout {
+		t.Errorf("shutdown took %s, want at most %s", took, shutdownTimeout)
 	}
 }
 

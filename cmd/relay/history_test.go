@@ -114,7 +114,7 @@ func restartKeepsHistory(ctx context.Context, t *testing.T, f *faultEnv, g *load
 	if got := checkpointHistory(ctx, t, f); got != want {
 		t.Errorf("history saved with the checkpoint: got %d, want %d", got, want)
 	}
-	if out := r.out.String(); strings.Contains(out, "history epoch begun") {
+	if out := r.Output(); strings.Contains(out, "history epoch begun") {
 		t.Errorf("the restart began another history epoch:\n%s", out)
 	}
 	return all

@@ -21,7 +21,7 @@ import (
 func waitOutput(t *testing.T, r *relayProc, want ...string) {
 	t.Helper()
 	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
-		out := r.out.String()
+		out := r.Output()
 		for _, w := range want {
 			if !strings.Contains(out, w) {
 				return false, nil
@@ -30,7 +30,7 @@ func waitOutput(t *testing.T, r *relayProc, want ...string) {
 		return true, nil
 	})
 	if err != nil {
-		t.Fatalf("relay output never showed %q:\n%s", want, r.out.String())
+		t.Fatalf("relay output never showed %q:\n%s", want, r.Output())
 	}
 }
 
@@ -77,8 +77,8 @@ func TestForbiddenResourceStopsAloneAndNamesThePermission(t *testing.T) {
 		return false
 	})
 	r.stop(t)
-	if strings.Contains(r.out.String(), `"resource":"configmaps.v1","error"`) {
-		t.Errorf("configmaps reported an error:\n%s", r.out.String())
+	if strings.Contains(r.Output(), `"resource":"configmaps.v1","error"`) {
+		t.Errorf("configmaps reported an error:\n%s", r.Output())
 	}
 }
 

@@ -144,7 +144,7 @@ func TestStreamMaxMsgSizeBelowAnObjectSendsItsReferenceAndMovesOn(t *testing.T) 
 	})
 	waitCheckpoint(t, js, name, configMapsKey(name, name), rvAtLeast(t, after.ResourceVersion))
 	r2.stop(t)
-	if out := r2.out.String(); strings.Contains(out, "refused") {
+	if out := r2.Output(); strings.Contains(out, "refused") {
 		t.Errorf("the restarted relay published a refused change again:\n%s", out)
 	}
 	checkOnceEach(t, msgs)
@@ -219,8 +219,8 @@ func TestDeniedNamespaceIsUndeliverableWhileOthersFlow(t *testing.T) {
 	// The denied namespace's checkpoint moves past its refused changes too.
 	waitCheckpoint(t, js, name, configMapsKey(name, denied), rvAtLeast(t, cm.ResourceVersion))
 	select {
-	case <-r.done:
-		t.Fatalf("relay exited: %v", r.err)
+	case <-r.Done():
+		t.Fatalf("relay exited: %v", r.Err())
 	default:
 	}
 	r.stop(t)
@@ -403,8 +403,8 @@ func TestNameTooLongForAControlLineNeverStopsTheRelay(t *testing.T) {
 		t.Fatalf("the long-named RoleBinding was neither published nor reported undeliverable")
 	}
 	select {
-	case <-r.done:
-		t.Fatalf("relay exited: %v", r.err)
+	case <-r.Done():
+		t.Fatalf("relay exited: %v", r.Err())
 	default:
 	}
 	r.stop(t)

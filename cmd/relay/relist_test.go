@@ -65,8 +65,8 @@ resources:
 	proxy.heal()
 	msgs = waitFor(t, js, stream, "the relisted change", func(m []received) bool { return countOf(m, name, "settings", event.Modified) == 2 })
 	select {
-	case <-r.done: // the relay started once: an event of origin relist from it is an in-process relist
-		t.Fatalf("relay exited: %v, want it to relist while running", r.err)
+	case <-r.Done(): // the relay started once: an event of origin relist from it is an in-process relist
+		t.Fatalf("relay exited: %v, want it to relist while running", r.Err())
 	default:
 	}
 	relisted := lastOf(t, msgs, name, "settings")

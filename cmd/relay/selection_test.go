@@ -129,10 +129,10 @@ func TestNamespaceSelectionExcludesAndFollowsLabels(t *testing.T) {
 func waitOutputCount(t *testing.T, r *relayProc, want string, n int) {
 	t.Helper()
 	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
-		return strings.Count(r.out.String(), want) >= n, nil
+		return strings.Count(r.Output(), want) >= n, nil
 	})
 	if err != nil {
-		t.Fatalf("relay output never showed %q %d times:\n%s", want, n, r.out.String())
+		t.Fatalf("relay output never showed %q %d times:\n%s", want, n, r.Output())
 	}
 }
 

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -23,6 +22,7 @@ import (
 
 	"github.com/kube-nats-relay/kube-nats-relay/consumer"
 	"github.com/kube-nats-relay/kube-nats-relay/event"
+	"github.com/kube-nats-relay/kube-nats-relay/internal/child"
 	"github.com/kube-nats-relay/kube-nats-relay/relay"
 )
 
@@ -213,50 +213,34 @@ func TestTailJSONRecord(t *testing.T) {
 
 // tailProc is a `relay tail` process; its stdout lines arrive on lines.
 type tailProc struct {
-	cmd    *exec.Cmd
-	lines  chan string
-	stderr *syncBuffer
-	done   chan struct{}
-	err    error
+	*child.Process
+	lines chan string
 }
 
 // startTail runs `relay tail args...` with vars added to a bare environment.
 func startTail(t *testing.T, vars map[string]string, args ...string) *tailProc {
 	t.Helper()
-	cmd := exec.Command(relayBin, append([]string{"tail"}, args...)...)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
+	env := make([]string, 0, len(vars))
 	for k, v := range vars {
-		cmd.Env = append(cmd.Env, k+"="+v)
+		env = append(env, k+"="+v)
 	}
-	stdout, err := cmd.StdoutPipe()
+	p := &tailProc{lines: make(chan string, 1024)}
+	c, err := child.Start(child.Spec{
+		Name: "relay tail", Path: relayBin, Args: append([]string{"tail"}, args...), Env: child.MinimalEnv(env...),
+		Stdout: func(line string) { p.lines <- line },
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &tailProc{cmd: cmd, lines: make(chan string, 1024), stderr: &syncBuffer{}, done: make(chan struct{})}
-	cmd.Stderr = p.stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start relay tail: %v", err)
-	}
+	p.Process = c
 	go func() {
-		sc := bufio.NewScanner(stdout)
-		sc.Buffer(nil, 4<<20)
-		for sc.Scan() {
-			p.lines <- sc.Text()
-		}
+		<-c.Done() // stdout is read to its end
 		close(p.lines)
-		p.err = cmd.Wait() // after the last read, as exec requires
-		close(p.done)
 	}()
 	t.Cleanup(func() {
-		select {
-		case <-p.done:
-		default:
-			_ = cmd.Process.Kill()
-			<-p.done
-		}
+		_ = c.Kill()
 		if t.Failed() {
-			t.Logf("relay tail %s stderr:\n%s", strings.Join(args, " "), p.stderr.String())
+			t.Logf("relay tail %s stderr:\n%s", strings.Join(args, " "), c.Output())
 		}
 	})
 	return p
@@ -265,17 +249,10 @@ func startTail(t *testing.T, vars map[string]string, args ...string) *tailProc {
 // following waits until the tail says it follows the stream: from then on it sees new events.
 func (p *tailProc) following(t *testing.T) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !strings.Contains(p.stderr.String(), "relay tail: following stream") {
-		select {
-		case <-p.done:
-			t.Fatalf("relay tail exited: %v\n%s", p.err, p.stderr.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("relay tail not following after a minute:\n%s", p.stderr.String())
-		}
-		time.Sleep(20 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := p.WaitLine(ctx, "relay tail: following stream"); err != nil {
+		t.Fatalf("relay tail not following: %v\n%s", err, p.Output())
 	}
 }
 
@@ -288,7 +265,7 @@ func (p *tailProc) next(t *testing.T, n int) []string {
 		select {
 		case l, ok := <-p.lines:
 			if !ok {
-				t.Fatalf("relay tail ended after %q, want %d lines: %v", got, n, p.err)
+				t.Fatalf("relay tail ended after %q, want %d lines: %v", got, n, p.Err())
 			}
 			got = append(got, l)
 		case <-timeout:
@@ -302,14 +279,14 @@ func (p *tailProc) next(t *testing.T, n int) []string {
 // that were not read yet.
 func (p *tailProc) interrupt(t *testing.T) []string {
 	t.Helper()
-	_ = p.cmd.Process.Signal(syscall.SIGINT)
+	stopped := make(chan error, 1)
+	go func() { stopped <- p.Signal(syscall.SIGINT, time.Minute) }()
 	var rest []string
 	for l := range p.lines {
 		rest = append(rest, l)
 	}
-	<-p.done
-	if p.err != nil {
-		t.Fatalf("relay tail exit after SIGINT: %v, want 0\n%s", p.err, p.stderr.String())
+	if err := <-stopped; err != nil {
+		t.Fatalf("relay tail exit after SIGINT: %v, want 0", err)
 	}
 	return rest
 }
@@ -479,7 +456,7 @@ func TestTailAuthenticatesLikeTheRelay(t *testing.T) {
 				t.Errorf("relay tail: got %q, want the header and the event of ns/auth", got)
 			}
 			for _, secret := range secretsOf(t, auth) {
-				if strings.Contains(tail.stderr.String(), secret) || strings.Contains(strings.Join(got, "\n"), secret) {
+				if strings.Contains(tail.Output(), secret) || strings.Contains(strings.Join(got, "\n"), secret) {
 					t.Errorf("relay tail output contains a secret of %s", m.name)
 				}
 			}

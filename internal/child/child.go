@@ -44,6 +44,9 @@ type Spec struct {
 	// from one goroutine at a time. The line is kept for Output, Tail and WaitLine only when it
 	// returns true. Nil keeps every line.
 	OnLine func(line string) (keep bool)
+	// Stdout, when set, takes the child's stdout line by line, as OnLine does, and only stderr
+	// goes to Log, OnLine and the kept output: for a program whose stdout is data.
+	Stdout func(line string)
 	// OwnGroup starts the child in a process group of its own, so that a terminal's Ctrl-C
 	// reaches only the parent, which stops the child itself.
 	OwnGroup bool
@@ -60,6 +63,7 @@ type Process struct {
 	name    string
 	cmd     *exec.Cmd
 	out     *output
+	stdout  *output // nil unless Spec.Stdout is set
 	started time.Time
 	done    chan struct{}
 	err     error // cmd.Wait's result, set before done is closed
@@ -73,8 +77,13 @@ func Start(spec Spec) (*Process, error) {
 	out := &output{log: spec.Log, onLine: spec.OnLine, changed: make(chan struct{})}
 	// One writer for both streams: os/exec then writes them through one pipe, in order.
 	cmd.Stdout, cmd.Stderr = out, out
+	var stdout *output
+	if spec.Stdout != nil {
+		stdout = &output{onLine: func(line string) bool { spec.Stdout(line); return false }, changed: make(chan struct{})}
+		cmd.Stdout = stdout
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: spec.OwnGroup}
-	p := &Process{name: spec.Name, cmd: cmd, out: out, done: make(chan struct{})}
+	p := &Process{name: spec.Name, cmd: cmd, out: out, stdout: stdout, done: make(chan struct{})}
 	p.started = time.Now()
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", spec.Name, err)
@@ -82,6 +91,9 @@ func Start(spec Spec) (*Process, error) {
 	go func() {
 		err := cmd.Wait() // returns once the output is copied
 		out.flush()
+		if stdout != nil {
+			stdout.flush()
+		}
 		p.err = err
 		close(p.done)
 	}()

@@ -141,3 +141,22 @@ func TestTailReturnsTheLastLines(t *testing.T) {
 		t.Errorf("got %q, want %q", got, want)
 	}
 }
+
+func TestStdoutTakesTheDataAndStderrIsTheOutput(t *testing.T) {
+	var (
+		mu   sync.Mutex
+		data []string
+	)
+	p := startSh(t, `echo event 1; echo following >&2; printf 'event 2'`, Spec{Stdout: func(line string) {
+		mu.Lock()
+		defer mu.Unlock()
+		data = append(data, line)
+	}})
+	<-p.Done()
+	if got, want := strings.Join(data, "|"), "event 1|event 2"; got != want {
+		t.Errorf("stdout lines %q, want %q", got, want)
+	}
+	if got, want := p.Output(), "following\n"; got != want {
+		t.Errorf("output %q, want %q", got, want)
+	}
+}

@@ -108,10 +108,8 @@ func (r *Recording) Wait(t testing.TB, what string, timeout time.Duration, cond 
 	t.Helper()
 	var last string
 	err := wait.PollUntilContextTimeout(context.Background(), pollInterval, timeout, true, func(context.Context) (bool, error) {
-		select {
-		case <-r.Relay.done:
-			return false, fmt.Errorf("relay exited: %v", r.Relay.err)
-		default:
+		if r.Relay.Exited() {
+			return false, fmt.Errorf("relay exited: %v", r.Relay.Err())
 		}
 		r.mu.Lock()
 		problems := append([]string(nil), r.problems...)
