@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kube-nats-relay/kube-nats-relay/event"
+	"github.com/kube-nats-relay/kube-nats-relay/internal/contract"
 )
 
 // largeValue is the size of each large object's one data value: with its metadata the object
@@ -105,12 +106,12 @@ func TestSmallMemoryBudgetRelaysLargeObjectsCompletelyInOrder(t *testing.T) {
 		}
 		var last uint64
 		for _, m := range evs {
-			if m.header.Get(event.HeaderBodyOmitted) != "" || m.body == nil {
-				t.Errorf("%s rv %s: published without its body (%q)", key, m.meta.ResourceVersion, m.header.Get(event.HeaderBodyOmitted))
+			if m.Header.Get(event.HeaderBodyOmitted) != "" || m.Body == nil {
+				t.Errorf("%s rv %s: published without its body (%q)", key, m.Meta.ResourceVersion, m.Header.Get(event.HeaderBodyOmitted))
 			}
-			rv, ok := parseRV(m.meta.ResourceVersion)
+			rv, ok := contract.ParseRV(m.Meta.ResourceVersion)
 			if !ok || rv <= last {
-				t.Errorf("%s: resourceVersion %s after %d, want increasing", key, m.meta.ResourceVersion, last)
+				t.Errorf("%s: resourceVersion %s after %d, want increasing", key, m.Meta.ResourceVersion, last)
 			}
 			last = rv
 		}

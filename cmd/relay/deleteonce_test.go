@@ -109,7 +109,7 @@ func TestDeleteAckedButNotIndexedIsPublishedOnceAfterRelist(t *testing.T) {
 func deletesOf(msgs []received, uid string) int {
 	n := 0
 	for _, m := range msgs {
-		if m.meta.UID == uid && m.meta.Type == event.Deleted {
+		if m.Meta.UID == uid && m.Meta.Type == event.Deleted {
 			n++
 		}
 	}

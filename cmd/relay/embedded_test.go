@@ -38,7 +38,7 @@ func TestEmbeddedNATSServerKeepsEventsAndCheckpointsAcrossRestart(t *testing.T) 
 
 	r := startRelay(t, vars)
 	js := connectEmbedded(t, r, "nats://"+addr, testenv.NATSAuth{})
-	waitFor(t, js, stream, "the initial sync", func(m []received) bool { return len(m) == 1 && m[0].subject == subject("first", event.Added) })
+	waitFor(t, js, stream, "the initial sync", func(m []received) bool { return len(m) == 1 && m[0].Subject == subject("first", event.Added) })
 	r.stop(t)
 
 	// While the relay (and with it the NATS server) is down.
@@ -50,7 +50,7 @@ func TestEmbeddedNATSServerKeepsEventsAndCheckpointsAcrossRestart(t *testing.T) 
 	js = connectEmbedded(t, r, "nats://"+addr, testenv.NATSAuth{})
 	msgs := waitFor(t, js, stream, "the delete made while stopped", func(m []received) bool { return len(m) >= 2 })
 	r.stop(t)
-	if len(msgs) != 2 || msgs[1].subject != subject("first", event.Deleted) || msgs[1].meta.Origin != event.Live {
+	if len(msgs) != 2 || msgs[1].Subject != subject("first", event.Deleted) || msgs[1].Meta.Origin != event.Live {
 		t.Fatalf("after restart on the same storage: got\n%s want the earlier ADDED and one live DELETED", describe(msgs))
 	}
 }
@@ -96,7 +96,7 @@ func TestEmbeddedServerRequiresTheRelaysCredentials(t *testing.T) {
 			js := connectEmbedded(t, r, url, right)
 			waitFor(t, js, vars["RELAY_STREAM"], "the configmap's initial sync", func(msgs []received) bool {
 				for _, m := range msgs {
-					if m.meta.Name == cmName {
+					if m.Meta.Name == cmName {
 						return true
 					}
 				}

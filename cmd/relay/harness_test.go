@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -16,7 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kube-nats-relay/kube-nats-relay/checkpoint"
-	"github.com/kube-nats-relay/kube-nats-relay/event"
+	"github.com/kube-nats-relay/kube-nats-relay/internal/contract"
 	"github.com/kube-nats-relay/kube-nats-relay/internal/relaytest"
 	"github.com/kube-nats-relay/kube-nats-relay/internal/testenv"
 )
@@ -64,48 +63,18 @@ func (r *relayProc) stop(t *testing.T) {
 }
 
 // received is one message read back from the stream.
-type received struct {
-	seq     uint64
-	subject string
-	header  nats.Header
-	meta    event.Meta
-	body    map[string]any
-}
+type received = contract.Message
 
 func jsClient(t *testing.T) jetstream.JetStream { return relaytest.JetStream(t, env) }
 
 // readStream returns every message in the stream, in order; nil when it does not exist yet.
 func readStream(ctx context.Context, t *testing.T, js jetstream.JetStream, stream string) []received {
 	t.Helper()
-	s, err := js.Stream(ctx, stream)
-	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		return nil
-	}
+	msgs, err := contract.ReadStream(ctx, js, stream)
 	if err != nil {
-		t.Fatalf("stream %s: %v", stream, err)
+		t.Fatal(err)
 	}
-	info, err := s.Info(ctx)
-	if err != nil {
-		t.Fatalf("stream info: %v", err)
-	}
-	var out []received
-	for seq := info.State.FirstSeq; seq <= info.State.LastSeq && seq > 0; seq++ {
-		m, err := s.GetMsg(ctx, seq)
-		if err != nil {
-			t.Fatalf("get message %d: %v", seq, err)
-		}
-		r := received{seq: seq, subject: m.Subject, header: m.Header}
-		if r.meta, err = event.MetaFromHeader(m.Header); err != nil {
-			t.Fatalf("message %d on %s: bad headers: %v", seq, m.Subject, err)
-		}
-		if len(m.Data) > 0 {
-			if err := json.Unmarshal(m.Data, &r.body); err != nil {
-				t.Fatalf("message %d: body is not JSON: %v", seq, err)
-			}
-		}
-		out = append(out, r)
-	}
-	return out
+	return msgs
 }
 
 // waitFor polls the stream until cond holds for its messages, and returns them.
@@ -127,7 +96,7 @@ func waitFor(t *testing.T, js jetstream.JetStream, stream string, what string, c
 func describe(msgs []received) string {
 	var b strings.Builder
 	for _, m := range msgs {
-		fmt.Fprintf(&b, "  %d %s rv=%s origin=%s\n", m.seq, m.subject, m.meta.ResourceVersion, m.meta.Origin)
+		fmt.Fprintf(&b, "  %d %s rv=%s origin=%s\n", m.Seq, m.Subject, m.Meta.ResourceVersion, m.Meta.Origin)
 	}
 	return b.String()
 }
@@ -183,22 +152,12 @@ func createNamespace(t *testing.T, cs kubernetes.Interface, name string) {
 }
 
 // byObject groups messages by namespace/name, in stream order.
-func byObject(msgs []received) map[string][]received {
-	out := make(map[string][]received)
-	for _, m := range msgs {
-		k := m.meta.Name
-		if m.meta.Namespace != "" {
-			k = m.meta.Namespace + "/" + k
-		}
-		out[k] = append(out[k], m)
-	}
-	return out
-}
+func byObject(msgs []received) map[string][]received { return contract.ByObject(msgs) }
 
 func types(msgs []received) string {
 	ts := make([]string, len(msgs))
 	for i, m := range msgs {
-		ts[i] = string(m.meta.Type)
+		ts[i] = string(m.Meta.Type)
 	}
 	return strings.Join(ts, ",")
 }

@@ -105,12 +105,12 @@ func TestObjectLeavingTheSelectionIsMarked(t *testing.T) {
 	})
 	for _, n := range []string{"leaves", "deleted"} {
 		m := lastOf(t, msgs, name, n)
-		e := consumerEventAt(t, js, stream, m.seq)
-		if want := n == "leaves"; e.LeftSelection != want || m.header.Get(event.HeaderLeftSelection) != map[bool]string{true: "true"}[want] {
-			t.Errorf("%s: got LeftSelection %v (header %q), want %v", m.subject, e.LeftSelection, m.header.Get(event.HeaderLeftSelection), want)
+		e := consumerEventAt(t, js, stream, m.Seq)
+		if want := n == "leaves"; e.LeftSelection != want || m.Header.Get(event.HeaderLeftSelection) != map[bool]string{true: "true"}[want] {
+			t.Errorf("%s: got LeftSelection %v (header %q), want %v", m.Subject, e.LeftSelection, m.Header.Get(event.HeaderLeftSelection), want)
 		}
 		if e.Origin != event.Live || e.FinalStateUnknown {
-			t.Errorf("%s: got origin %s, final state unknown %v, want live and known", m.subject, e.Origin, e.FinalStateUnknown)
+			t.Errorf("%s: got origin %s, final state unknown %v, want live and known", m.Subject, e.Origin, e.FinalStateUnknown)
 		}
 	}
 	if _, err := cms.Get(ctx, "leaves", metav1.GetOptions{}); err != nil {
@@ -128,8 +128,8 @@ func TestObjectLeavingTheSelectionIsMarked(t *testing.T) {
 	if got := types(byObject(msgs)[name+"/leaves"]); got != "added,deleted,added" {
 		t.Errorf("events of the relabelled ConfigMap: got %s, want added,deleted,added", got)
 	}
-	if m := lastOf(t, msgs, name, "leaves"); m.header.Get(event.HeaderLeftSelection) != "" || m.meta.Origin != event.Live {
-		t.Errorf("%s: got origin %s and %s %q, want a live added without the mark", m.subject, m.meta.Origin, event.HeaderLeftSelection, m.header.Get(event.HeaderLeftSelection))
+	if m := lastOf(t, msgs, name, "leaves"); m.Header.Get(event.HeaderLeftSelection) != "" || m.Meta.Origin != event.Live {
+		t.Errorf("%s: got origin %s and %s %q, want a live added without the mark", m.Subject, m.Meta.Origin, event.HeaderLeftSelection, m.Header.Get(event.HeaderLeftSelection))
 	}
 	r.stop(t)
 }

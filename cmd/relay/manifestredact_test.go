@@ -64,7 +64,7 @@ resources:
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, err := s.GetMsg(context.Background(), secret.seq)
+	raw, err := s.GetMsg(context.Background(), secret.Seq)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -174,7 +174,7 @@ func TestNATSAuthRelaysWithEachMethod(t *testing.T) {
 			js := authJSClient(t, srv.URL(), auth)
 			msgs := waitFor(t, js, vars["RELAY_STREAM"], "the configmap's initial sync", func(msgs []received) bool {
 				for _, m := range msgs {
-					if m.meta.Name == cmName {
+					if m.Meta.Name == cmName {
 						return true
 					}
 				}
@@ -189,7 +189,7 @@ func TestNATSAuthRelaysWithEachMethod(t *testing.T) {
 				t.Fatalf("messages of %s/%s: got %d, want 1:\n%s", name, cmName, len(mine), describe(msgs))
 			}
 			checkMessage(t, mine[0], "kube")
-			if got := mine[0].meta; got.Namespace != name || got.Type != event.Added || got.Origin != event.InitialSync {
+			if got := mine[0].Meta; got.Namespace != name || got.Type != event.Added || got.Origin != event.InitialSync {
 				t.Errorf("event: got %s/%s %s %s, want %s/%s added initial-sync", got.Namespace, got.Name, got.Type, got.Origin, name, cmName)
 			}
 			out := r.Output()

@@ -70,7 +70,7 @@ func TestForbiddenResourceStopsAloneAndNamesThePermission(t *testing.T) {
 	js := jsClient(t)
 	waitFor(t, js, vars["RELAY_STREAM"], "the ConfigMap's event", func(m []received) bool {
 		for _, x := range m {
-			if x.meta.Name == "still-flowing" && x.meta.Type == event.Added {
+			if x.Meta.Name == "still-flowing" && x.Meta.Type == event.Added {
 				return true
 			}
 		}
@@ -114,7 +114,7 @@ func TestDeletedCRDStopsItsResourceOnly(t *testing.T) {
 	js := jsClient(t)
 	waitFor(t, js, vars["RELAY_STREAM"], "the ConfigMap's event", func(m []received) bool {
 		for _, x := range m {
-			if x.meta.Name == "after-crd-delete" {
+			if x.Meta.Name == "after-crd-delete" {
 				return true
 			}
 		}

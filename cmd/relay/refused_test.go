@@ -54,7 +54,7 @@ func checkOnceEach(t *testing.T, msgs []received) {
 	t.Helper()
 	seen := make(map[string]bool)
 	for _, m := range msgs {
-		k := m.meta.Namespace + "/" + m.meta.Name + "@" + m.meta.ResourceVersion + ":" + string(m.meta.Type)
+		k := m.Meta.Namespace + "/" + m.Meta.Name + "@" + m.Meta.ResourceVersion + ":" + string(m.Meta.Type)
 		if seen[k] {
 			t.Errorf("change %s published twice", k)
 		}
@@ -111,13 +111,13 @@ func TestStreamMaxMsgSizeBelowAnObjectSendsItsReferenceAndMovesOn(t *testing.T) 
 	}
 	prev := uint64(0)
 	for _, m := range objs[name+"/big"] {
-		if got := m.header.Get(event.HeaderBodyOmitted); got != event.BodyOmittedStreamLimit {
-			t.Errorf("big at rv %s: %s %q, want %q", m.meta.ResourceVersion, event.HeaderBodyOmitted, got, event.BodyOmittedStreamLimit)
+		if got := m.Header.Get(event.HeaderBodyOmitted); got != event.BodyOmittedStreamLimit {
+			t.Errorf("big at rv %s: %s %q, want %q", m.Meta.ResourceVersion, event.HeaderBodyOmitted, got, event.BodyOmittedStreamLimit)
 		}
-		if m.body != nil {
-			t.Errorf("big at rv %s: has a body, want none", m.meta.ResourceVersion)
+		if m.Body != nil {
+			t.Errorf("big at rv %s: has a body, want none", m.Meta.ResourceVersion)
 		}
-		rv, _ := strconv.ParseUint(m.meta.ResourceVersion, 10, 64)
+		rv, _ := strconv.ParseUint(m.Meta.ResourceVersion, 10, 64)
 		if rv <= prev {
 			t.Errorf("big: rv %d after %d, want increasing", rv, prev)
 		}
@@ -125,8 +125,8 @@ func TestStreamMaxMsgSizeBelowAnObjectSendsItsReferenceAndMovesOn(t *testing.T) 
 	}
 	for i := range 3 {
 		k := fmt.Sprintf("%s/small-%d", name, i)
-		if len(objs[k]) != 1 || objs[k][0].body == nil {
-			t.Errorf("%s: got %d events (body %v), want one with its body", k, len(objs[k]), len(objs[k]) > 0 && objs[k][0].body != nil)
+		if len(objs[k]) != 1 || objs[k][0].Body == nil {
+			t.Errorf("%s: got %d events (body %v), want one with its body", k, len(objs[k]), len(objs[k]) > 0 && objs[k][0].Body != nil)
 		}
 	}
 	waitCheckpoint(t, js, name, configMapsKey(name, name), rvAtLeast(t, last))
@@ -211,8 +211,8 @@ func TestDeniedNamespaceIsUndeliverableWhileOthersFlow(t *testing.T) {
 		return len(objs[allowed+"/open"]) == 1 && len(objs[allowed+"/open-2"]) == 1
 	})
 	for _, m := range msgs {
-		if m.meta.Namespace == denied {
-			t.Errorf("a denied event is in the stream: %s", m.subject)
+		if m.Meta.Namespace == denied {
+			t.Errorf("a denied event is in the stream: %s", m.Subject)
 		}
 	}
 	waitCheckpoint(t, js, name, configMapsKey(name, allowed), rvAtLeast(t, open2.ResourceVersion))
@@ -260,7 +260,7 @@ func TestMirrorBucketSmallerThanAnObjectKeepsItsIdentity(t *testing.T) {
 		objs := byObject(m)
 		return len(objs[name+"/big"]) == 1 && len(objs[name+"/small"]) == 1
 	})
-	if objs := byObject(msgs); objs[name+"/big"][0].body == nil {
+	if objs := byObject(msgs); objs[name+"/big"][0].Body == nil {
 		t.Errorf("big's event has no body, want it whole")
 	}
 	waitCheckpoint(t, js, name, configMapsKey(name, name), rvAtLeast(t, small.ResourceVersion))

@@ -52,7 +52,7 @@ resources:
 	createConfigMap(t, cs, name, "settings", nil, map[string]string{"v": "1"})
 	set("2")
 	msgs := waitFor(t, js, stream, "the live change", func(m []received) bool { return countOf(m, name, "settings", event.Modified) == 1 })
-	if got := field(lastOf(t, msgs, name, "settings").body, "oldObject", "data", "v"); got != "1" {
+	if got := field(lastOf(t, msgs, name, "settings").Body, "oldObject", "data", "v"); got != "1" {
 		t.Fatalf("live change: got oldObject data.v %v, want 1", got)
 	}
 
@@ -70,10 +70,10 @@ resources:
 	default:
 	}
 	relisted := lastOf(t, msgs, name, "settings")
-	if relisted.meta.Origin != event.Relist || field(relisted.body, "object", "data", "v") != "4" {
-		t.Fatalf("got %s with data.v %v, want the relist's change to 4", relisted.subject, field(relisted.body, "object", "data", "v"))
+	if relisted.Meta.Origin != event.Relist || field(relisted.Body, "object", "data", "v") != "4" {
+		t.Fatalf("got %s with data.v %v, want the relist's change to 4", relisted.Subject, field(relisted.Body, "object", "data", "v"))
 	}
-	if old, ok := relisted.body["oldObject"]; !ok || old != nil {
+	if old, ok := relisted.Body["oldObject"]; !ok || old != nil {
 		t.Errorf("relisted change: got oldObject %v, want null", old)
 	}
 	r.stop(t)

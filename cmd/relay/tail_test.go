@@ -331,7 +331,7 @@ func TestTailFollowsTheRelay(t *testing.T) {
 		t.Fatal(err)
 	}
 	msgs := waitFor(t, js, stream, "4 events", func(m []received) bool { return len(m) == 4 })
-	rvs = append(rvs, msgs[3].meta.ResourceVersion)
+	rvs = append(rvs, msgs[3].Meta.ResourceVersion)
 
 	lines := live.next(t, 4)
 	lines = append(lines, live.interrupt(t)...)
@@ -368,11 +368,11 @@ func TestTailFollowsTheRelay(t *testing.T) {
 		if err := json.Unmarshal(rec.Object, &body); err != nil {
 			t.Fatalf("record %d object %q: %v", i, rec.Object, err)
 		}
-		if rec.ID != want.header.Get(event.HeaderMsgID) || rec.Subject != want.subject || rec.Sequence != want.seq ||
-			rec.Type != event.Added || rec.Name != want.meta.Name || body.Metadata.Name != want.meta.Name || rec.Time == nil || rec.Stored == nil {
-			t.Errorf("record %d: got %+v, want the event of %s at sequence %d", i, rec, want.subject, want.seq)
+		if rec.ID != want.Header.Get(event.HeaderMsgID) || rec.Subject != want.Subject || rec.Sequence != want.Seq ||
+			rec.Type != event.Added || rec.Name != want.Meta.Name || body.Metadata.Name != want.Meta.Name || rec.Time == nil || rec.Stored == nil {
+			t.Errorf("record %d: got %+v, want the event of %s at sequence %d", i, rec, want.Subject, want.Seq)
 		}
-		if want.meta.Name == "x.y" && body.Data["a"] != "<1>" {
+		if want.Meta.Name == "x.y" && body.Data["a"] != "<1>" {
 			t.Errorf("record %d: object data %v, want a=<1> unescaped", i, body.Data)
 		}
 	}
@@ -382,7 +382,7 @@ func TestTailFollowsTheRelay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	firstOfXY, err := s.GetMsg(ctx, msgs[1].seq)
+	firstOfXY, err := s.GetMsg(ctx, msgs[1].Seq)
 	if err != nil {
 		t.Fatal(err)
 	}
