@@ -70,13 +70,8 @@ func newer(a, b string) bool {
 func TestBootstrapFromTheMirrorThenFollowTheStream(t *testing.T) {
 	ctx := context.Background()
 	name := relaytest.Name(t)
-	cs, err := kubernetes.NewForConfig(env.Kube.RESTConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	cs := relaytest.Kube(t, env)
+	relaytest.CreateNamespace(t, cs, name)
 	vars := relaytest.Vars(env, name)
 	vars["RELAY_RESOURCES"] = "configmaps"
 	vars["RELAY_NAMESPACES"] = name

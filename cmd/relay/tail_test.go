@@ -23,6 +23,7 @@ import (
 	"github.com/kube-nats-relay/kube-nats-relay/consumer"
 	"github.com/kube-nats-relay/kube-nats-relay/event"
 	"github.com/kube-nats-relay/kube-nats-relay/internal/child"
+	"github.com/kube-nats-relay/kube-nats-relay/internal/child/childtest"
 	"github.com/kube-nats-relay/kube-nats-relay/relay"
 )
 
@@ -220,29 +221,15 @@ type tailProc struct {
 // startTail runs `relay tail args...` with vars added to a bare environment.
 func startTail(t *testing.T, vars map[string]string, args ...string) *tailProc {
 	t.Helper()
-	env := make([]string, 0, len(vars))
-	for k, v := range vars {
-		env = append(env, k+"="+v)
-	}
 	p := &tailProc{lines: make(chan string, 1024)}
-	c, err := child.Start(child.Spec{
-		Name: "relay tail", Path: relayBin, Args: append([]string{"tail"}, args...), Env: child.MinimalEnv(env...),
+	p.Process = childtest.Start(t, child.Spec{
+		Name: "relay tail " + strings.Join(args, " "), Path: relayBin, Args: append([]string{"tail"}, args...), Env: childtest.Env(vars),
 		Stdout: func(line string) { p.lines <- line },
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.Process = c
 	go func() {
-		<-c.Done() // stdout is read to its end
+		<-p.Done() // stdout is read to its end
 		close(p.lines)
 	}()
-	t.Cleanup(func() {
-		_ = c.Kill()
-		if t.Failed() {
-			t.Logf("relay tail %s stderr:\n%s", strings.Join(args, " "), c.Output())
-		}
-	})
 	return p
 }
 

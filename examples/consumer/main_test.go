@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -22,6 +23,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kube-nats-relay/kube-nats-relay/consumer"
+	"github.com/kube-nats-relay/kube-nats-relay/internal/child"
+	"github.com/kube-nats-relay/kube-nats-relay/internal/child/childtest"
 	"github.com/kube-nats-relay/kube-nats-relay/internal/relaytest"
 	"github.com/kube-nats-relay/kube-nats-relay/internal/testenv"
 )
@@ -46,44 +49,16 @@ const (
 	waitTimeout = 2 * time.Minute
 )
 
-// exampleProc is one run of the example service.
-type exampleProc struct {
-	cmd  *exec.Cmd
-	out  bytes.Buffer // written by the process until done is closed
-	done chan struct{}
-	err  error
+// startExample runs the example service until the test ends.
+func startExample(t *testing.T, bin string, args ...string) *child.Process {
+	t.Helper()
+	return childtest.Start(t, child.Spec{Name: "example", Path: bin, Args: args})
 }
 
-func startExample(t *testing.T, bin string, args ...string) *exampleProc {
+// stopExample sends sig to the example and waits for the exit.
+func stopExample(t *testing.T, p *child.Process, sig syscall.Signal) {
 	t.Helper()
-	p := &exampleProc{cmd: exec.Command(bin, args...), done: make(chan struct{})}
-	p.cmd.Stdout, p.cmd.Stderr = &p.out, &p.out
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatalf("start example: %v", err)
-	}
-	go func() { p.err = p.cmd.Wait(); close(p.done) }()
-	t.Cleanup(func() {
-		select {
-		case <-p.done:
-		default:
-			_ = p.cmd.Process.Kill()
-			<-p.done
-		}
-		if t.Failed() {
-			t.Logf("example output:\n%s", p.out.String())
-		}
-	})
-	return p
-}
-
-// signal sends sig and waits for the exit.
-func (p *exampleProc) signal(t *testing.T, sig syscall.Signal) {
-	t.Helper()
-	_ = p.cmd.Process.Signal(sig)
-	select {
-	case <-p.done:
-	case <-time.After(15 * time.Second):
+	if err := p.Signal(sig, 15*time.Second); errors.Is(err, child.ErrKilled) {
 		t.Fatalf("example still running 15s after %v", sig)
 	}
 }
@@ -127,13 +102,8 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 func TestEveryEventHandledOnceAcrossRestarts(t *testing.T) {
 	ctx := context.Background()
 	name := relaytest.Name(t)
-	cs, err := kubernetes.NewForConfig(env.Kube.RESTConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	cs := relaytest.Kube(t, env)
+	relaytest.CreateNamespace(t, cs, name)
 	vars := relaytest.Vars(env, name)
 	vars["RELAY_RESOURCES"] = "configmaps"
 	vars["RELAY_NAMESPACES"] = name
@@ -175,7 +145,7 @@ func TestEveryEventHandledOnceAcrossRestarts(t *testing.T) {
 
 	first := startExample(t, bin, args...)
 	waitUntil(t, "20 journal entries", func() bool { return len(journalLines(t, journalPath)) >= 20 })
-	first.signal(t, syscall.SIGKILL)
+	stopExample(t, first, syscall.SIGKILL)
 	atKill := len(journalLines(t, journalPath))
 	if atKill >= objects*3 {
 		t.Fatalf("journal complete (%d entries) before the kill: the crash did not happen mid-stream", atKill)
@@ -184,9 +154,9 @@ func TestEveryEventHandledOnceAcrossRestarts(t *testing.T) {
 
 	second := startExample(t, bin, args...)
 	waitUntil(t, fmt.Sprintf("%d journal entries", atKill+20), func() bool { return len(journalLines(t, journalPath)) >= atKill+20 })
-	second.signal(t, syscall.SIGTERM)
-	if second.err != nil {
-		t.Fatalf("example exit after SIGTERM: %v, want exit 0", second.err)
+	stopExample(t, second, syscall.SIGTERM)
+	if second.Err() != nil {
+		t.Fatalf("example exit after SIGTERM: %v, want exit 0", second.Err())
 	}
 	atStop := len(journalLines(t, journalPath))
 	t.Logf("stopped with SIGTERM after %d entries", atStop)
@@ -207,9 +177,9 @@ func TestEveryEventHandledOnceAcrossRestarts(t *testing.T) {
 		info, err := cons.Info(ctx)
 		return err == nil && info.NumPending == 0 && info.NumAckPending == 0 && info.AckFloor.Stream >= uint64(stored())
 	})
-	third.signal(t, syscall.SIGTERM)
-	if third.err != nil {
-		t.Fatalf("example exit after SIGTERM: %v, want exit 0", third.err)
+	stopExample(t, third, syscall.SIGTERM)
+	if third.Err() != nil {
+		t.Fatalf("example exit after SIGTERM: %v, want exit 0", third.Err())
 	}
 	entries, events := journalLines(t, journalPath), readStream(t, stream)
 	checkJournal(t, entries, events)
@@ -226,7 +196,7 @@ func TestEveryEventHandledOnceAcrossRestarts(t *testing.T) {
 		info, err := cons.Info(ctx)
 		return err == nil && info.NumPending == 0 && info.NumAckPending == 0 && info.AckFloor.Stream >= uint64(len(events))
 	})
-	replay.signal(t, syscall.SIGTERM)
+	stopExample(t, replay, syscall.SIGTERM)
 	if got := len(journalLines(t, journalPath)); got != len(entries) {
 		t.Errorf("after a replay of the stream: got %d journal entries, want still %d", got, len(entries))
 	}

@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kube-nats-relay/kube-nats-relay/internal/child"
+	"github.com/kube-nats-relay/kube-nats-relay/internal/child/childtest"
 	"github.com/kube-nats-relay/kube-nats-relay/internal/testenv"
 )
 
@@ -121,21 +122,7 @@ type Process struct {
 // test failed.
 func Start(t testing.TB, bin string, vars map[string]string) *Process {
 	t.Helper()
-	env := make([]string, 0, len(vars))
-	for k, v := range vars {
-		env = append(env, k+"="+v)
-	}
-	c, err := child.Start(child.Spec{Name: "relay", Path: bin, Env: child.MinimalEnv(env...)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = c.Kill()
-		if t.Failed() {
-			t.Logf("relay output:\n%s", c.Output())
-		}
-	})
-	return &Process{Process: c}
+	return &Process{Process: childtest.Start(t, child.Spec{Name: "relay", Path: bin, Env: childtest.Env(vars)})}
 }
 
 // Stop sends SIGTERM and requires a clean exit within stopTimeout.
