@@ -33,6 +33,20 @@ func consumerEventAt(t *testing.T, js jetstream.JetStream, stream string, seq ui
 // mirroredConfigMaps lists the objects the state mirror holds for namespace ns.
 func mirroredConfigMaps(t *testing.T, js jetstream.JetStream, bucket, cluster, ns string) map[string]bool {
 	t.Helper()
+	w, values := watchMirror(t, js, bucket, cluster, ns)
+	defer w.Stop()
+	names := map[string]bool{}
+	for n := range values {
+		names[n] = true
+	}
+	return names
+}
+
+// watchMirror watches the state mirror's ConfigMaps of namespace ns, as a consumer starting
+// now would, and returns the watcher, positioned after the current values, with those values
+// by object name. The caller stops the watcher.
+func watchMirror(t *testing.T, js jetstream.JetStream, bucket, cluster, ns string) (jetstream.KeyWatcher, map[string]string) {
+	t.Helper()
 	ctx := context.Background()
 	kv, err := js.KeyValue(ctx, bucket)
 	if err != nil {
@@ -42,18 +56,18 @@ func mirroredConfigMaps(t *testing.T, js jetstream.JetStream, bucket, cluster, n
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer w.Stop()
-	names := map[string]bool{}
+	values := map[string]string{}
 	for e := range w.Updates() {
 		if e == nil {
 			break
 		}
-		if e.Operation() == jetstream.KeyValuePut {
-			n, _ := mirrorEntry(t, e)
-			names[n] = true
+		if e.Operation() != jetstream.KeyValuePut {
+			continue // the marker of a recently deleted object
 		}
+		n, v := mirrorEntry(t, e)
+		values[n] = v
 	}
-	return names
+	return w, values
 }
 
 // TestObjectLeavingTheSelectionIsMarked relays ConfigMaps with the label selector app!=skip:
