@@ -26,9 +26,7 @@ const largeValue = 880_000
 
 func TestSmallMemoryBudgetRelaysLargeObjectsCompletelyInOrder(t *testing.T) {
 	ctx := context.Background()
-	name := testName(t)
-	cs := kubeClient(t)
-	createNamespace(t, cs, name)
+	name, cs := testNamespace(t)
 	const n = 4
 	pad := strings.Repeat("x", largeValue)
 	// Secrets are read decoded (their data may be redacted), ConfigMaps as read: both paths.

@@ -22,10 +22,7 @@ import (
 
 func TestEmbeddedNATSServerKeepsEventsAndCheckpointsAcrossRestart(t *testing.T) {
 	ctx := context.Background()
-	name := testName(t)
-	cs := kubeClient(t)
-	createNamespace(t, cs, name)
-	cms := cs.CoreV1().ConfigMaps(name)
+	name, cms := testConfigMaps(t)
 	if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "first"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -38,9 +38,7 @@ func newFaultEnv(t *testing.T, natsURL string) *faultEnv {
 	if testing.Short() {
 		t.Skip("fault tests take minutes")
 	}
-	name := testName(t)
-	cs := kubeClient(t)
-	createNamespace(t, cs, name)
+	name, cs := testNamespace(t)
 	vars := relayVars(name)
 	vars["NATS_URL"] = natsURL
 	vars["RELAY_RESOURCES"] = "configmaps"

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/kube-nats-relay/kube-nats-relay/checkpoint"
 	"github.com/kube-nats-relay/kube-nats-relay/internal/contract"
@@ -146,6 +147,24 @@ func waitCheckpoint(t *testing.T, js jetstream.JetStream, bucket, key string, co
 }
 
 func kubeClient(t *testing.T) *kubernetes.Clientset { return relaytest.Kube(t, env) }
+
+// testNamespace creates a namespace named after the test (testName) and returns its name and an
+// admin client.
+func testNamespace(t *testing.T) (string, *kubernetes.Clientset) {
+	t.Helper()
+	name := testName(t)
+	cs := kubeClient(t)
+	createNamespace(t, cs, name)
+	return name, cs
+}
+
+// testConfigMaps is testNamespace for a test that changes nothing but ConfigMaps: it returns
+// the namespace's name and its ConfigMaps.
+func testConfigMaps(t *testing.T) (string, corev1client.ConfigMapInterface) {
+	t.Helper()
+	name, cs := testNamespace(t)
+	return name, cs.CoreV1().ConfigMaps(name)
+}
 
 func createNamespace(t *testing.T, cs kubernetes.Interface, name string) {
 	relaytest.CreateNamespace(t, cs, name)

@@ -76,9 +76,7 @@ func watchMirror(t *testing.T, js jetstream.JetStream, bucket, cluster, ns strin
 // it matches again. The state mirror drops the object that left, like a deleted one.
 func TestObjectLeavingTheSelectionIsMarked(t *testing.T) {
 	ctx := context.Background()
-	name := testName(t)
-	cs := kubeClient(t)
-	createNamespace(t, cs, name)
+	name, cs := testNamespace(t)
 	cms := cs.CoreV1().ConfigMaps(name)
 	vars := relayVars(name)
 	vars["RELAY_RESOURCES"] = "configmaps"

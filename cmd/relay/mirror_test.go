@@ -34,10 +34,7 @@ func mirrorEntry(t *testing.T, e jetstream.KeyValueEntry) (string, string) {
 
 func TestStateMirrorGivesLateConsumersTheLiveSetThenUpdates(t *testing.T) {
 	ctx := context.Background()
-	name := testName(t)
-	cs := kubeClient(t)
-	createNamespace(t, cs, name)
-	cms := cs.CoreV1().ConfigMaps(name)
+	name, cms := testConfigMaps(t)
 	// Some objects exist before the relay starts; initial sync is skipped, yet the mirror
 	// must hold them.
 	for i := range 20 {

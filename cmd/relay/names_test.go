@@ -33,9 +33,7 @@ var unusualRBACNames = []string{
 // afterwards is still relayed.
 func TestUnusualNamesAreRelayedExactly(t *testing.T) {
 	ctx := context.Background()
-	name := testName(t)
-	cs := kubeClient(t)
-	createNamespace(t, cs, name)
+	name, cs := testNamespace(t)
 	const rbacResource = "rolebindings.rbac.authorization.k8s.io"
 	vars := relayVars(name)
 	vars["RELAY_RESOURCES"] = rbacResource + ",configmaps"

@@ -36,9 +36,7 @@ func waitOutput(t *testing.T, r *relayProc, want ...string) {
 
 func TestForbiddenResourceStopsAloneAndNamesThePermission(t *testing.T) {
 	ctx := context.Background()
-	name := testName(t)
-	cs := kubeClient(t)
-	createNamespace(t, cs, name)
+	name, cs := testNamespace(t)
 	// The relay's identity may list and watch ConfigMaps in the namespace, not Secrets.
 	saCfg, err := env.Kube.ServiceAccountConfig(ctx, name, "relay")
 	if err != nil {

@@ -64,9 +64,7 @@ func checkOnceEach(t *testing.T, msgs []received) {
 
 func TestStreamMaxMsgSizeBelowAnObjectSendsItsReferenceAndMovesOn(t *testing.T) {
 	ctx := context.Background()
-	name := testName(t)
-	cs := kubeClient(t)
-	createNamespace(t, cs, name)
+	name, cs := testNamespace(t)
 	vars := relayVars(name)
 	vars["RELAY_RESOURCES"] = "configmaps"
 	vars["RELAY_NAMESPACES"] = name
@@ -228,9 +226,7 @@ func TestDeniedNamespaceIsUndeliverableWhileOthersFlow(t *testing.T) {
 
 func TestMirrorBucketSmallerThanAnObjectKeepsItsIdentity(t *testing.T) {
 	ctx := context.Background()
-	name := testName(t)
-	cs := kubeClient(t)
-	createNamespace(t, cs, name)
+	name, cs := testNamespace(t)
 	js := jsClient(t)
 	bucket := name + "-mirror"
 	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: bucket, History: 1, Storage: jetstream.FileStorage,
@@ -366,9 +362,7 @@ func createBucket(t *testing.T, js jetstream.JetStream, cfg jetstream.KeyValueCo
 
 func TestNameTooLongForAControlLineNeverStopsTheRelay(t *testing.T) {
 	ctx := context.Background()
-	name := testName(t)
-	cs := kubeClient(t)
-	createNamespace(t, cs, name)
+	name, cs := testNamespace(t)
 	vars := relayVars(name)
 	vars["RELAY_RESOURCES"] = "rolebindings.rbac.authorization.k8s.io"
 	vars["RELAY_NAMESPACES"] = name

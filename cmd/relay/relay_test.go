@@ -63,9 +63,7 @@ func checkMessage(t *testing.T, m received, prefix string) {
 
 func TestInitialSyncPublishesEveryObjectOnce(t *testing.T) {
 	ctx := context.Background()
-	name := testName(t)
-	cs := kubeClient(t)
-	createNamespace(t, cs, name)
+	name, cs := testNamespace(t)
 	const n = 200
 	uids := make(map[string]string, n)
 	var mu sync.Mutex

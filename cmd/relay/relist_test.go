@@ -19,9 +19,7 @@ import (
 // are gone).
 func TestRelistWhileRunningGivesChangesNoPreviousState(t *testing.T) {
 	ctx := context.Background()
-	name := testName(t)
-	cs := kubeClient(t)
-	createNamespace(t, cs, name)
+	name, cs := testNamespace(t)
 	proxy := startPartitionProxy(t, strings.TrimPrefix(env.Kube.ServerURL(), "https://"))
 	vars := relayVars(name)
 	vars["KUBECONFIG"] = kubeconfigVia(t, "https://"+proxy.addr())

@@ -21,10 +21,7 @@ import (
 
 func TestRestartPublishesExactlyTheChangesMadeWhileStopped(t *testing.T) {
 	ctx := context.Background()
-	name := testName(t)
-	cs := kubeClient(t)
-	createNamespace(t, cs, name)
-	cms := cs.CoreV1().ConfigMaps(name)
+	name, cms := testConfigMaps(t)
 	for i := range 5 {
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%d", i)}, Data: map[string]string{"v": "0"}}
 		if _, err := cms.Create(ctx, cm, metav1.CreateOptions{}); err != nil {

@@ -69,9 +69,7 @@ resources:
 
 func TestShapingQuietUpdatesAndTransitions(t *testing.T) {
 	ctx := context.Background()
-	name := testName(t)
-	cs := kubeClient(t)
-	createNamespace(t, cs, name)
+	name, cs := testNamespace(t)
 	createDefaultServiceAccount(t, cs, name)
 	vars := relayVars(name)
 	vars["RELAY_RULES_FILE"] = writeRules(t, fmt.Sprintf(shapingRules, name))
@@ -194,9 +192,7 @@ func TestShapingQuietUpdatesAndTransitions(t *testing.T) {
 
 func TestSecretValuesPublishedOnlyOnOptIn(t *testing.T) {
 	ctx := context.Background()
-	name := testName(t)
-	cs := kubeClient(t)
-	createNamespace(t, cs, name)
+	name, cs := testNamespace(t)
 	vars := relayVars(name)
 	vars["RELAY_RULES_FILE"] = writeRules(t, fmt.Sprintf(`
 resources:
@@ -301,9 +297,7 @@ func setPodStatus(t *testing.T, cs kubernetes.Interface, p *corev1.Pod, phase co
 // annotation, keep every other field, and say its kind and apiVersion.
 func TestDefaultBodiesAsRead(t *testing.T) {
 	ctx := context.Background()
-	name := testName(t)
-	cs := kubeClient(t)
-	createNamespace(t, cs, name)
+	name, cs := testNamespace(t)
 	create := func(obj string) *corev1.ConfigMap {
 		t.Helper()
 		cm, err := cs.CoreV1().ConfigMaps(name).Create(ctx, &corev1.ConfigMap{

@@ -282,9 +282,7 @@ func (p *tailProc) interrupt(t *testing.T) []string {
 // nats-server: from now, from the beginning as JSON, since a time and since a duration.
 func TestTailFollowsTheRelay(t *testing.T) {
 	ctx := context.Background()
-	name := testName(t)
-	cs := kubeClient(t)
-	createNamespace(t, cs, name)
+	name, cs := testNamespace(t)
 	vars := relayVars(name)
 	vars["RELAY_RESOURCES"] = "configmaps"
 	vars["RELAY_NAMESPACES"] = name
