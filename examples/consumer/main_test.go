@@ -29,14 +29,9 @@ import (
 	"github.com/kube-nats-relay/kube-nats-relay/internal/testenv"
 )
 
-var (
-	env      *testenv.Env
-	relayBin string
-)
+var bed relaytest.Bed
 
-func TestMain(m *testing.M) {
-	relaytest.Main(m, testenv.Options{Kube: true, NATS: true}, &env, &relayBin)
-}
+func TestMain(m *testing.M) { bed.Main(m, testenv.Options{Kube: true, NATS: true}) }
 
 const (
 	// objects is how many ConfigMaps the test creates, updates and deletes: three events each.
@@ -102,13 +97,13 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 func TestEveryEventHandledOnceAcrossRestarts(t *testing.T) {
 	ctx := context.Background()
 	name := relaytest.Name(t)
-	cs := relaytest.Kube(t, env)
+	cs := bed.Kube(t)
 	relaytest.CreateNamespace(t, cs, name)
-	vars := relaytest.Vars(env, name)
+	vars := bed.Vars(name)
 	vars["RELAY_RESOURCES"] = "configmaps"
 	vars["RELAY_NAMESPACES"] = name
-	relay := relaytest.Start(t, relayBin, vars)
-	js := relaytest.JetStream(t, env)
+	relay := bed.Start(t, vars)
+	js := bed.JetStream(t)
 	relay.WaitWatching(t, js, name, 1)
 	stream, err := js.Stream(ctx, vars["RELAY_STREAM"])
 	if err != nil {
@@ -128,7 +123,7 @@ func TestEveryEventHandledOnceAcrossRestarts(t *testing.T) {
 	}
 	journalPath := filepath.Join(t.TempDir(), "audit.jsonl")
 	args := []string{
-		"-server", env.NATS.URL(), "-stream", vars["RELAY_STREAM"], "-cluster", name, "-namespace", name,
+		"-server", bed.Env.NATS.URL(), "-stream", vars["RELAY_STREAM"], "-cluster", name, "-namespace", name,
 		"-durable", "audit", "-journal", journalPath,
 		"-ack-wait", ackWait.String(), "-work-delay", workDelay.String(),
 	}
