@@ -2,10 +2,7 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -119,17 +116,9 @@ func TestSmallMemoryBudgetRelaysLargeObjectsCompletelyInOrder(t *testing.T) {
 func TestInvalidMemoryBudgetExitsWithCode2NamingIt(t *testing.T) {
 	for _, value := range []string{"lots", "512Ki", "2Ti"} {
 		t.Run(value, func(t *testing.T) {
-			cmd := exec.Command(relayBin)
-			cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "KUBECONFIG=" + env.Kube.KubeconfigPath(), "NATS_URL=" + env.NATS.URL(),
-				"RELAY_RESOURCES=configmaps", "RELAY_MEMORY_BUDGET=" + value}
-			out, err := cmd.CombinedOutput()
-			var exit *exec.ExitError
-			if !errors.As(err, &exit) || exit.ExitCode() != 2 {
-				t.Fatalf("exit: got %v, want exit status 2\n%s", err, out)
-			}
-			if want := `RELAY_MEMORY_BUDGET="` + value + `"`; !strings.Contains(string(out), want) {
-				t.Errorf("output lacks %s:\n%s", want, out)
-			}
+			vars := map[string]string{"KUBECONFIG": env.Kube.KubeconfigPath(), "NATS_URL": env.NATS.URL(),
+				"RELAY_RESOURCES": "configmaps", "RELAY_MEMORY_BUDGET": value}
+			requireExit(t, vars, 2, []string{`RELAY_MEMORY_BUDGET="` + value + `"`})
 		})
 	}
 }

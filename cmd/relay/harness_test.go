@@ -50,6 +50,22 @@ func startRelay(t *testing.T, vars map[string]string) *relayProc {
 	return &relayProc{relaytest.Start(t, relayBin, vars)}
 }
 
+// requireExit runs the relay with vars and args until it exits, requires exit status code and
+// every one of want in its output, and returns the output.
+func requireExit(t *testing.T, vars map[string]string, code int, want []string, args ...string) string {
+	t.Helper()
+	got, out := relaytest.Run(t, relayBin, vars, args...)
+	if got != code {
+		t.Fatalf("exit: got status %d, want exit status %d\n%s", got, code, out)
+	}
+	for _, w := range want {
+		if !strings.Contains(out, w) {
+			t.Errorf("output lacks %q:\n%s", w, out)
+		}
+	}
+	return out
+}
+
 // shutdownTimeout is the clean exit the relay promises after SIGTERM.
 const shutdownTimeout = 10 * time.Second
 

@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -321,23 +319,7 @@ func TestUnusableStreamOrBucketExitsTwoNamingTheSetting(t *testing.T) {
 			vars["RELAY_RESOURCES"] = "configmaps"
 			tt.setup(t, vars)
 			// A relay that starts instead of refusing is stopped: the test then fails.
-			ctx, cancel := context.WithTimeout(ctx, time.Minute)
-			defer cancel()
-			cmd := exec.CommandContext(ctx, relayBin)
-			cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
-			for k, v := range vars {
-				cmd.Env = append(cmd.Env, k+"="+v)
-			}
-			out, err := cmd.CombinedOutput()
-			exit, ok := err.(*exec.ExitError)
-			if !ok || exit.ExitCode() != exitConfig {
-				t.Fatalf("exit: got %v, want exit status %d\n%s", err, exitConfig, out)
-			}
-			for _, w := range tt.want {
-				if !strings.Contains(string(out), w) {
-					t.Errorf("output lacks %q:\n%s", w, out)
-				}
-			}
+			requireExit(t, vars, exitConfig, tt.want)
 		})
 	}
 }

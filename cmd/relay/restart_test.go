@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -178,21 +176,7 @@ func TestInvalidConfigurationExitsWithCode2(t *testing.T) {
 			for _, k := range tt.unset {
 				delete(vars, k)
 			}
-			cmd := exec.Command(relayBin)
-			cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
-			for k, v := range vars {
-				cmd.Env = append(cmd.Env, k+"="+v)
-			}
-			out, err := cmd.CombinedOutput()
-			exit, ok := err.(*exec.ExitError)
-			if !ok || exit.ExitCode() != 2 {
-				t.Fatalf("exit: got %v, want exit status 2\n%s", err, out)
-			}
-			for _, w := range tt.want {
-				if !strings.Contains(string(out), w) {
-					t.Errorf("output lacks %q:\n%s", w, out)
-				}
-			}
+			requireExit(t, vars, 2, tt.want)
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			if _, err := js.Stream(ctx, vars["RELAY_STREAM"]); err != jetstream.ErrStreamNotFound {

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"flag"
 	"io"
-	"os"
-	"os/exec"
 	"regexp"
 	"strings"
 	"syscall"
@@ -400,16 +398,7 @@ func TestTailReportsProblems(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cmd := exec.Command(relayBin, append([]string{"tail"}, tt.args...)...)
-			cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
-			out, err := cmd.CombinedOutput()
-			var exit *exec.ExitError
-			if !errors.As(err, &exit) || exit.ExitCode() != tt.code {
-				t.Fatalf("exit: got %v, want code %d\n%s", err, tt.code, out)
-			}
-			if !strings.Contains(string(out), tt.stderr) {
-				t.Errorf("output: got %q, want it to mention %q", out, tt.stderr)
-			}
+			requireExit(t, nil, tt.code, []string{tt.stderr}, append([]string{"tail"}, tt.args...)...)
 		})
 	}
 }

@@ -125,6 +125,20 @@ func Start(t testing.TB, bin string, vars map[string]string) *Process {
 	return &Process{Process: childtest.Start(t, child.Spec{Name: "relay", Path: bin, Env: childtest.Env(vars)})}
 }
 
+// Run runs the relay binary with args and vars as its whole environment (plus PATH and HOME)
+// until it exits, for a run that is to end by itself (a configuration error, a subcommand), and
+// returns its exit code and output. A relay still running after readyTimeout fails the test.
+func Run(t testing.TB, bin string, vars map[string]string, args ...string) (code int, output string) {
+	t.Helper()
+	p := childtest.Start(t, child.Spec{Name: "relay", Path: bin, Args: args, Env: childtest.Env(vars)})
+	select {
+	case <-p.Done():
+	case <-time.After(readyTimeout):
+		t.Fatalf("relay %s still running after %s\n%s", strings.Join(args, " "), readyTimeout, p.Output())
+	}
+	return p.State().ExitCode(), p.Output()
+}
+
 // Stop sends SIGTERM and requires a clean exit within stopTimeout.
 func (p *Process) Stop(t testing.TB) {
 	t.Helper()
