@@ -1,7 +1,8 @@
-// Package relaytest runs the relay binary in integration tests of packages other than
-// cmd/relay (consumer, examples, e2e): it builds the binary once per test package, starts it
-// as a real process with a configuration of the test's own, and waits until it watches.
-// Record also consumes what that relay publishes, for tests that assert on the events.
+// Package relaytest runs the relay binary in integration tests (cmd/relay, consumer, examples,
+// e2e, charts): it builds the binary once per test package, starts it as a real process
+// (internal/child) with a configuration of the test's own, and waits until it watches, or runs
+// it to its exit. Record also consumes what that relay publishes, for tests that assert on the
+// events; Report hands the problems of internal/contract's checks to a test.
 //
 // The binary and the test bed live in one directory that testenv removes when the package's
 // tests end; every process started here is stopped when its test ends, failed or not.
