@@ -50,9 +50,9 @@ func startRelay(t *testing.T, vars map[string]string) *relayProc {
 	return &relayProc{relaytest.Start(t, relayBin, vars)}
 }
 
-// requireExit runs the relay with vars and args until it exits, requires exit status code and
-// every one of want in its output, and returns the output.
-func requireExit(t *testing.T, vars map[string]string, code int, want []string, args ...string) string {
+// requireExit runs the relay with vars and args until it exits, and requires exit status code
+// and every one of want in its output.
+func requireExit(t *testing.T, vars map[string]string, code int, want []string, args ...string) {
 	t.Helper()
 	got, out := relaytest.Run(t, relayBin, vars, args...)
 	if got != code {
@@ -63,7 +63,6 @@ func requireExit(t *testing.T, vars map[string]string, code int, want []string, 
 			t.Errorf("output lacks %q:\n%s", w, out)
 		}
 	}
-	return out
 }
 
 // shutdownTimeout is the clean exit the relay promises after SIGTERM.
