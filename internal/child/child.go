@@ -63,7 +63,6 @@ type Process struct {
 	name    string
 	cmd     *exec.Cmd
 	out     *output
-	stdout  *output // nil unless Spec.Stdout is set
 	started time.Time
 	done    chan struct{}
 	err     error // cmd.Wait's result, set before done is closed
@@ -83,7 +82,7 @@ func Start(spec Spec) (*Process, error) {
 		cmd.Stdout = stdout
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: spec.OwnGroup}
-	p := &Process{name: spec.Name, cmd: cmd, out: out, stdout: stdout, done: make(chan struct{})}
+	p := &Process{name: spec.Name, cmd: cmd, out: out, done: make(chan struct{})}
 	p.started = time.Now()
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", spec.Name, err)
@@ -180,7 +179,8 @@ func (p *Process) Kill() error {
 	if p.Exited() {
 		return nil
 	}
-	if err := p.cmd.Process.Kill(); err != nil {
+	// A process that exits by itself meanwhile is as good as killed.
+	if err := p.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
 		return fmt.Errorf("kill %s: %w", p.name, err)
 	}
 	<-p.done
