@@ -1,20 +1,16 @@
 package charts_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -335,51 +331,18 @@ func checkSchemaBounds(t *testing.T, r relayRange) {
 // serves its health endpoints, which it does only once its configuration is valid.
 func relayVerdict(t *testing.T, vars map[string]string) (refused bool, output string) {
 	t.Helper()
+	p := relaytest.Start(t, relayBin, vars)
 	ctx, cancel := context.WithTimeout(context.Background(), eventTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, relayBin)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
-	for k, v := range vars {
-		cmd.Env = append(cmd.Env, k+"="+v)
+	if err := p.WaitLine(ctx, "serving /healthz"); err == nil {
+		_ = p.Kill()
+		return false, p.Output()
 	}
-	pr, pw := io.Pipe()
-	cmd.Stdout, cmd.Stderr = pw, pw
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+	if !p.Exited() || p.State().ExitCode() != 2 {
+		_ = p.Kill()
+		t.Fatalf("relay exited with %v, want exit 2 (invalid configuration) or serving:\n%s", p.State(), p.Output())
 	}
-	var (
-		mu     sync.Mutex
-		buf    strings.Builder
-		served = make(chan struct{})
-		once   sync.Once
-	)
-	go func() {
-		sc := bufio.NewScanner(pr)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			mu.Lock()
-			buf.WriteString(sc.Text() + "\n")
-			mu.Unlock()
-			if strings.Contains(sc.Text(), "serving /healthz") {
-				once.Do(func() { close(served) })
-			}
-		}
-	}()
-	exited := make(chan error, 1)
-	go func() { err := cmd.Wait(); _ = pw.Close(); exited <- err }()
-	text := func() string { mu.Lock(); defer mu.Unlock(); return buf.String() }
-	select {
-	case <-served:
-		_ = cmd.Process.Kill()
-		<-exited
-		return false, text()
-	case err := <-exited:
-		var exit *exec.ExitError
-		if !errors.As(err, &exit) || exit.ExitCode() != 2 {
-			t.Fatalf("relay exited with %v, want exit 2 (invalid configuration) or serving:\n%s", err, text())
-		}
-		return true, text()
-	}
+	return true, p.Output()
 }
 
 // TestChartRefusesValuesTheRelayRefusesOrIgnores renders each value that the relay would

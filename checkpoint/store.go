@@ -250,6 +250,17 @@ func newWriterID() string {
 	return id
 }
 
+// ResourceVersion returns the resourceVersion a checkpoint key's value holds: what Load
+// returns, for tools and tests that read the bucket directly. It fails for a value that is not
+// a checkpoint or holds no resourceVersion.
+func ResourceVersion(value []byte) (string, error) {
+	v, err := decode(value)
+	if err != nil {
+		return "", err
+	}
+	return v.ResourceVersion, nil
+}
+
 func decode(b []byte) (value, error) {
 	var v value
 	if err := json.Unmarshal(b, &v); err != nil {

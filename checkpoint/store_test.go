@@ -166,3 +166,29 @@ func TestInvalidKeysAndValues(t *testing.T) {
 		t.Error("load of a corrupt value: got nil error, want a decode error")
 	}
 }
+
+func TestResourceVersionReadsWhatSaveWrites(t *testing.T) {
+	saved, err := json.Marshal(value{ResourceVersion: "42", SavedAt: time.Now().UTC(), Writer: "w", History: 2, HistoryAt: "40"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		value   string
+		want    string
+		wantErr bool
+	}{
+		{name: "a saved value gives its resourceVersion", value: string(saved), want: "42"},
+		{name: "fields added later are ignored", value: `{"resourceVersion":"7","history":3,"historyAt":"5","next":true}`, want: "7"},
+		{name: "a value without resourceVersion is refused", value: `{"savedAt":"2026-01-01T00:00:00Z"}`, wantErr: true},
+		{name: "a value that is not JSON is refused", value: `42`, wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ResourceVersion([]byte(tt.value))
+			if (err != nil) != tt.wantErr || got != tt.want {
+				t.Fatalf("got %q, %v; want %q, error %v", got, err, tt.want, tt.wantErr)
+			}
+		})
+	}
+}

@@ -14,19 +14,14 @@ import (
 	"github.com/kube-nats-relay/kube-nats-relay/internal/testenv"
 )
 
-var (
-	env      *testenv.Env
-	relayBin string
-)
+var bed relaytest.Bed
 
 // TestMain starts a control plane and a nats-server for the package, and builds the relay
 // for the tests that read what it really publishes.
-func TestMain(m *testing.M) {
-	relaytest.Main(m, testenv.Options{Kube: true, NATS: true}, &env, &relayBin)
-}
+func TestMain(m *testing.M) { bed.Main(m, testenv.Options{Kube: true, NATS: true}) }
 
 // jsClient connects to the test bed's nats-server.
-func jsClient(t *testing.T) jetstream.JetStream { return relaytest.JetStream(t, env) }
+func jsClient(t *testing.T) jetstream.JetStream { return bed.JetStream(t) }
 
 // testStream creates a stream of the test's own over kube.<cluster>.>, as the relay would,
 // and returns its name and the cluster.

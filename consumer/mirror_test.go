@@ -70,19 +70,14 @@ func newer(a, b string) bool {
 func TestBootstrapFromTheMirrorThenFollowTheStream(t *testing.T) {
 	ctx := context.Background()
 	name := relaytest.Name(t)
-	cs, err := kubernetes.NewForConfig(env.Kube.RESTConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	vars := relaytest.Vars(env, name)
+	cs := bed.Kube(t)
+	relaytest.CreateNamespace(t, cs, name)
+	vars := bed.Vars(name)
 	vars["RELAY_RESOURCES"] = "configmaps"
 	vars["RELAY_NAMESPACES"] = name
 	vars["RELAY_MIRROR_RESOURCES"] = "configmaps"
 	vars["RELAY_MIRROR_BUCKET"] = name + "-mirror"
-	p := relaytest.Start(t, relayBin, vars)
+	p := bed.Start(t, vars)
 	js := jsClient(t)
 	p.WaitWatching(t, js, name, 1)
 	rng := rand.New(rand.NewPCG(1, 2))

@@ -68,11 +68,11 @@ type received struct {
 func TestDecodeWhatTheRelayPublishes(t *testing.T) {
 	ctx := context.Background()
 	name := relaytest.Name(t)
-	cs, err := kubernetes.NewForConfig(env.Kube.RESTConfig())
+	cs, err := kubernetes.NewForConfig(bed.Env.Kube.RESTConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
-	dyn, err := dynamic.NewForConfig(env.Kube.RESTConfig())
+	dyn, err := dynamic.NewForConfig(bed.Env.Kube.RESTConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,10 +80,10 @@ func TestDecodeWhatTheRelayPublishes(t *testing.T) {
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	vars := relaytest.Vars(env, name)
+	vars := bed.Vars(name)
 	vars["RELAY_RESOURCES"] = "configmaps,widgets.example.com"
 	vars["RELAY_NAMESPACES"] = name
-	r := relaytest.Start(t, relayBin, vars)
+	r := bed.Start(t, vars)
 	js := jsClient(t)
 	r.WaitWatching(t, js, name, 2)
 

@@ -13,6 +13,8 @@ import (
 
 	"github.com/kube-nats-relay/kube-nats-relay/checkpoint"
 	"github.com/kube-nats-relay/kube-nats-relay/event"
+	"github.com/kube-nats-relay/kube-nats-relay/internal/contract"
+	"github.com/kube-nats-relay/kube-nats-relay/internal/relaytest"
 )
 
 // aheadBy is how far the forged checkpoint runs ahead of the cluster, as in the issue's
@@ -30,7 +32,7 @@ func waitFenceAdded(t *testing.T, f *faultEnv, g *loadGen) []received {
 	fence := g.state()[f.name+"/"+fenceName]
 	return waitFor(t, f.js(), f.vars["RELAY_STREAM"], "the fence's added event", func(msgs []received) bool {
 		return slices.ContainsFunc(msgs, func(m received) bool {
-			return m.meta.Name == fenceName && m.meta.UID == fence.UID && m.meta.Type == event.Added
+			return m.Meta.Name == fenceName && m.Meta.UID == fence.UID && m.Meta.Type == event.Added
 		})
 	})
 }
@@ -62,7 +64,7 @@ func TestCheckpointAheadOfTheClusterRelistsAndSkipsNothing(t *testing.T) {
 	waitCheckpoint(t, f.js(), f.name, f.key, func(rv string) bool { return rvInt(t, rv) >= rvInt(t, live[f.name+"/deleted"].RV) })
 	r.stop(t)
 	before := readStream(ctx, t, f.js(), f.vars["RELAY_STREAM"])
-	report(t, "published before the stop", checkFinalState(before, live))
+	relaytest.Report(t, "published before the stop", contract.FinalState(before, live))
 
 	// While the relay is stopped: changes the relist diff must find, then the checkpoint
 	// moves far ahead, as after an etcd restore without a revision bump.
@@ -101,17 +103,17 @@ func TestCheckpointAheadOfTheClusterRelistsAndSkipsNothing(t *testing.T) {
 	after := msgs[len(before):]
 	var relisted, liveAfter []received
 	for _, m := range after {
-		if m.meta.Origin == event.Relist {
+		if m.Meta.Origin == event.Relist {
 			relisted = append(relisted, m)
 		} else {
 			liveAfter = append(liveAfter, m)
 		}
 	}
-	report(t, "relist diff", checkRelistDiff(relisted, live, stopped))
+	relaytest.Report(t, "relist diff", contract.RelistDiff(relisted, live, stopped))
 	for _, name := range []string{"created-after-1", "created-after-2", fenceName} {
 		want := final[f.name+"/"+name]
 		got := byObject(liveAfter)[f.name+"/"+name]
-		if len(got) != 1 || got[0].meta.Type != event.Added || got[0].meta.UID != want.UID || got[0].meta.ResourceVersion != want.RV {
+		if len(got) != 1 || got[0].Meta.Type != event.Added || got[0].Meta.UID != want.UID || got[0].Meta.ResourceVersion != want.RV {
 			t.Errorf("%s: got\n%swant one live added uid=%s rv=%s", name, describe(got), want.UID, want.RV)
 		}
 	}
@@ -128,8 +130,8 @@ func TestCheckpointAheadOfTheClusterRelistsAndSkipsNothing(t *testing.T) {
 	})
 	// The restore began history epoch 1: the relisted and live events carry it (their ids
 	// differ from any the cluster's earlier history produced), saved with the checkpoint.
-	report(t, "history epoch of the events after the restore", checkHistory(ctx, t, f, after, 1))
-	report(t, "history epoch 0 before it", checkHistory(ctx, t, f, before, 0))
+	relaytest.Report(t, "history epoch of the events after the restore", checkHistory(ctx, t, f, after, 1))
+	relaytest.Report(t, "history epoch 0 before it", checkHistory(ctx, t, f, before, 0))
 	if got := checkpointHistory(ctx, t, f); got != 1 {
 		t.Errorf("history saved with the checkpoint: got %d, want 1", got)
 	}
@@ -177,11 +179,11 @@ func TestObjectRecreatedUnderAStaleHigherIndexEntryIsPublished(t *testing.T) {
 	msgs := waitFenceAdded(t, f, g)
 	want := g.state()[f.name+"/recreated"]
 	got := byObject(msgs)[f.name+"/recreated"]
-	if len(got) != 1 || got[0].meta.Type != event.Added || got[0].meta.UID != want.UID || got[0].meta.ResourceVersion != want.RV {
+	if len(got) != 1 || got[0].Meta.Type != event.Added || got[0].Meta.UID != want.UID || got[0].Meta.ResourceVersion != want.RV {
 		t.Errorf("recreated: got\n%swant one added uid=%s rv=%s (stale index entry at rv %s)", describe(got), want.UID, want.RV, stale)
 	}
-	if strings.Contains(r.out.String(), "resourceVersion ahead of the cluster") {
-		t.Errorf("the resume relisted; this test is about the watch's replay:\n%s", r.out.String())
+	if strings.Contains(r.Output(), "resourceVersion ahead of the cluster") {
+		t.Errorf("the resume relisted; this test is about the watch's replay:\n%s", r.Output())
 	}
 	f.check(msgs, g.state(), nil, g.uids())
 	r.stop(t)

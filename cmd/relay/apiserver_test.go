@@ -119,7 +119,7 @@ func TestStopWhileTheAPIServerIsUnreachableExitsZero(t *testing.T) {
 	r := startRelay(t, vars)
 	waitOutput(t, r, "apiserver discovery failed, retrying", "connection refused")
 	r.stop(t)
-	if out := r.out.String(); strings.Contains(out, "relay: context canceled") {
+	if out := r.Output(); strings.Contains(out, "relay: context canceled") {
 		t.Errorf("output after SIGTERM names an error:\n%s", out)
 	}
 }

@@ -2,10 +2,7 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kube-nats-relay/kube-nats-relay/event"
+	"github.com/kube-nats-relay/kube-nats-relay/internal/contract"
 )
 
 // largeValue is the size of each large object's one data value: with its metadata the object
@@ -25,9 +23,7 @@ const largeValue = 880_000
 
 func TestSmallMemoryBudgetRelaysLargeObjectsCompletelyInOrder(t *testing.T) {
 	ctx := context.Background()
-	name := testName(t)
-	cs := kubeClient(t)
-	createNamespace(t, cs, name)
+	name, cs := testNamespace(t)
 	const n = 4
 	pad := strings.Repeat("x", largeValue)
 	// Secrets are read decoded (their data may be redacted), ConfigMaps as read: both paths.
@@ -105,12 +101,12 @@ func TestSmallMemoryBudgetRelaysLargeObjectsCompletelyInOrder(t *testing.T) {
 		}
 		var last uint64
 		for _, m := range evs {
-			if m.header.Get(event.HeaderBodyOmitted) != "" || m.body == nil {
-				t.Errorf("%s rv %s: published without its body (%q)", key, m.meta.ResourceVersion, m.header.Get(event.HeaderBodyOmitted))
+			if m.Header.Get(event.HeaderBodyOmitted) != "" || m.Body == nil {
+				t.Errorf("%s rv %s: published without its body (%q)", key, m.Meta.ResourceVersion, m.Header.Get(event.HeaderBodyOmitted))
 			}
-			rv, ok := parseRV(m.meta.ResourceVersion)
+			rv, ok := contract.ParseRV(m.Meta.ResourceVersion)
 			if !ok || rv <= last {
-				t.Errorf("%s: resourceVersion %s after %d, want increasing", key, m.meta.ResourceVersion, last)
+				t.Errorf("%s: resourceVersion %s after %d, want increasing", key, m.Meta.ResourceVersion, last)
 			}
 			last = rv
 		}
@@ -120,17 +116,9 @@ func TestSmallMemoryBudgetRelaysLargeObjectsCompletelyInOrder(t *testing.T) {
 func TestInvalidMemoryBudgetExitsWithCode2NamingIt(t *testing.T) {
 	for _, value := range []string{"lots", "512Ki", "2Ti"} {
 		t.Run(value, func(t *testing.T) {
-			cmd := exec.Command(relayBin)
-			cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "KUBECONFIG=" + env.Kube.KubeconfigPath(), "NATS_URL=" + env.NATS.URL(),
-				"RELAY_RESOURCES=configmaps", "RELAY_MEMORY_BUDGET=" + value}
-			out, err := cmd.CombinedOutput()
-			var exit *exec.ExitError
-			if !errors.As(err, &exit) || exit.ExitCode() != 2 {
-				t.Fatalf("exit: got %v, want exit status 2\n%s", err, out)
-			}
-			if want := `RELAY_MEMORY_BUDGET="` + value + `"`; !strings.Contains(string(out), want) {
-				t.Errorf("output lacks %s:\n%s", want, out)
-			}
+			vars := map[string]string{"KUBECONFIG": env.Kube.KubeconfigPath(), "NATS_URL": env.NATS.URL(),
+				"RELAY_RESOURCES": "configmaps", "RELAY_MEMORY_BUDGET": value}
+			requireExit(t, vars, 2, []string{`RELAY_MEMORY_BUDGET="` + value + `"`})
 		})
 	}
 }

@@ -64,14 +64,14 @@ func TestDeleteAckedButNotIndexedIsPublishedOnceAfterRelist(t *testing.T) {
 	select {
 	case <-proxy.dropped:
 	case <-time.After(time.Minute):
-		t.Fatalf("the victim's index write never came:\n%s", r.out.String())
+		t.Fatalf("the victim's index write never came:\n%s", r.Output())
 	}
 	// The pipeline sends the index record only after the event's ack: the delete is in the
 	// stream, its record is not in the index.
-	if err := r.cmd.Process.Kill(); err != nil {
+	if err := r.Kill(); err != nil {
 		t.Fatalf("kill: %v", err)
 	}
-	<-r.done
+	<-r.Done()
 	before := readStream(ctx, t, f.js(), f.vars["RELAY_STREAM"])
 	if got := deletesOf(before, victim.UID); got != 1 {
 		t.Fatalf("deletes of the victim before the restart: got %d, want 1\n%s", got, describe(before))
@@ -92,8 +92,8 @@ func TestDeleteAckedButNotIndexedIsPublishedOnceAfterRelist(t *testing.T) {
 	if got := deletesOf(msgs, victim.UID); got != 1 {
 		t.Errorf("deletes of the victim: got %d, want 1\n%s", got, describe(byObject(msgs)[f.name+"/victim"]))
 	}
-	if !strings.Contains(r.out.String(), "delete already published") {
-		t.Errorf("the relay did not say it found the delete in the stream:\n%s", r.out.String())
+	if !strings.Contains(r.Output(), "delete already published") {
+		t.Errorf("the relay did not say it found the delete in the stream:\n%s", r.Output())
 	}
 	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		_, err := kv.Get(ctx, key)
@@ -109,7 +109,7 @@ func TestDeleteAckedButNotIndexedIsPublishedOnceAfterRelist(t *testing.T) {
 func deletesOf(msgs []received, uid string) int {
 	n := 0
 	for _, m := range msgs {
-		if m.meta.UID == uid && m.meta.Type == event.Deleted {
+		if m.Meta.UID == uid && m.Meta.Type == event.Deleted {
 			n++
 		}
 	}

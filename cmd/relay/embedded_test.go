@@ -22,10 +22,7 @@ import (
 
 func TestEmbeddedNATSServerKeepsEventsAndCheckpointsAcrossRestart(t *testing.T) {
 	ctx := context.Background()
-	name := testName(t)
-	cs := kubeClient(t)
-	createNamespace(t, cs, name)
-	cms := cs.CoreV1().ConfigMaps(name)
+	name, cms := testConfigMaps(t)
 	if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "first"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +35,7 @@ func TestEmbeddedNATSServerKeepsEventsAndCheckpointsAcrossRestart(t *testing.T) 
 
 	r := startRelay(t, vars)
 	js := connectEmbedded(t, r, "nats://"+addr, testenv.NATSAuth{})
-	waitFor(t, js, stream, "the initial sync", func(m []received) bool { return len(m) == 1 && m[0].subject == subject("first", event.Added) })
+	waitFor(t, js, stream, "the initial sync", func(m []received) bool { return len(m) == 1 && m[0].Subject == subject("first", event.Added) })
 	r.stop(t)
 
 	// While the relay (and with it the NATS server) is down.
@@ -50,7 +47,7 @@ func TestEmbeddedNATSServerKeepsEventsAndCheckpointsAcrossRestart(t *testing.T) 
 	js = connectEmbedded(t, r, "nats://"+addr, testenv.NATSAuth{})
 	msgs := waitFor(t, js, stream, "the delete made while stopped", func(m []received) bool { return len(m) >= 2 })
 	r.stop(t)
-	if len(msgs) != 2 || msgs[1].subject != subject("first", event.Deleted) || msgs[1].meta.Origin != event.Live {
+	if len(msgs) != 2 || msgs[1].Subject != subject("first", event.Deleted) || msgs[1].Meta.Origin != event.Live {
 		t.Fatalf("after restart on the same storage: got\n%s want the earlier ADDED and one live DELETED", describe(msgs))
 	}
 }
@@ -96,7 +93,7 @@ func TestEmbeddedServerRequiresTheRelaysCredentials(t *testing.T) {
 			js := connectEmbedded(t, r, url, right)
 			waitFor(t, js, vars["RELAY_STREAM"], "the configmap's initial sync", func(msgs []received) bool {
 				for _, m := range msgs {
-					if m.meta.Name == cmName {
+					if m.Meta.Name == cmName {
 						return true
 					}
 				}
@@ -121,7 +118,7 @@ func TestEmbeddedServerRequiresTheRelaysCredentials(t *testing.T) {
 			}
 			r.stop(t)
 			for _, s := range secretsOf(t, right) {
-				if strings.Contains(r.out.String(), s) {
+				if strings.Contains(r.Output(), s) {
 					t.Errorf("relay output contains a secret of %s", tc.method.name)
 				}
 			}
@@ -149,8 +146,8 @@ func connectEmbedded(t *testing.T, r *relayProc, url string, auth testenv.NATSAu
 			return js
 		}
 		select {
-		case <-r.done:
-			t.Fatalf("relay exited (%s) before its embedded server accepted clients", exitStatus(r.err))
+		case <-r.Done():
+			t.Fatalf("relay exited (%s) before its embedded server accepted clients", exitStatus(r.Err()))
 		default:
 		}
 		if time.Now().After(deadline) {
@@ -165,15 +162,15 @@ func TestEmbeddedServerBeyondLoopbackWithoutCredentialsExits2(t *testing.T) {
 	listen := "0.0.0.0:" + relaytest.FreePort(t)
 	r := startRelay(t, embeddedRelayVars(t, name, listen))
 	select {
-	case <-r.done:
+	case <-r.Done():
 	case <-time.After(time.Minute):
 		t.Fatalf("relay still running a minute after start, want exit %d", exitConfig)
 	}
 	var exit *exec.ExitError
-	if !errors.As(r.err, &exit) || exit.ExitCode() != exitConfig {
-		t.Fatalf("exit: got %s, want exit status %d\n%s", exitStatus(r.err), exitConfig, r.out.String())
+	if !errors.As(r.Err(), &exit) || exit.ExitCode() != exitConfig {
+		t.Fatalf("exit: got %s, want exit status %d\n%s", exitStatus(r.Err()), exitConfig, r.Output())
 	}
-	out := r.out.String()
+	out := r.Output()
 	for _, want := range []string{`RELAY_NATS_LISTEN="` + listen + `"`, "RELAY_NATS_TOKEN", "RELAY_NATS_USER", "RELAY_NATS_NKEY"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)

@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kube-nats-relay/kube-nats-relay/internal/contract"
+	"github.com/kube-nats-relay/kube-nats-relay/internal/relaytest"
 	"github.com/kube-nats-relay/kube-nats-relay/internal/testenv"
 	"github.com/kube-nats-relay/kube-nats-relay/relay"
 )
@@ -36,9 +38,7 @@ func newFaultEnv(t *testing.T, natsURL string) *faultEnv {
 	if testing.Short() {
 		t.Skip("fault tests take minutes")
 	}
-	name := testName(t)
-	cs := kubeClient(t)
-	createNamespace(t, cs, name)
+	name, cs := testNamespace(t)
 	vars := relayVars(name)
 	vars["NATS_URL"] = natsURL
 	vars["RELAY_RESOURCES"] = "configmaps"
@@ -105,7 +105,7 @@ func (f *faultEnv) load(cfg loadSpec) *loadGen {
 // final List's resourceVersion is at least the fence's, with no change of the namespace in
 // between; waiting for the checkpoint to reach the List's own resourceVersion instead would
 // wait for a bookmark (about a minute), since only this namespace's events move it.
-func (f *faultEnv) settle(g *loadGen, tw *truthWatcher) ([]received, map[string]objectState) {
+func (f *faultEnv) settle(g *loadGen, tw *truthWatcher) ([]received, map[string]contract.Object) {
 	f.t.Helper()
 	ctx := context.Background()
 	if err := g.createWith(ctx, fenceName, nil, false); err != nil {
@@ -124,14 +124,14 @@ func (f *faultEnv) settle(g *loadGen, tw *truthWatcher) ([]received, map[string]
 	waitCheckpoint(f.t, js, f.name, f.key, func(rv string) bool { return rvInt(f.t, rv) >= rvInt(f.t, fence) })
 	msgs := readStream(ctx, f.t, js, f.vars["RELAY_STREAM"])
 	f.t.Logf("relay caught up with the fence (rv %s) %s after it was written; stream: %s",
-		fence, time.Since(start).Round(time.Millisecond), streamStats(msgs))
+		fence, time.Since(start).Round(time.Millisecond), contract.Stats(msgs))
 	return msgs, final
 }
 
 // list returns the namespace's objects, retrying while the apiserver is not ready.
-func (f *faultEnv) list(ctx context.Context) map[string]objectState {
+func (f *faultEnv) list(ctx context.Context) map[string]contract.Object {
 	f.t.Helper()
-	var out map[string]objectState
+	var out map[string]contract.Object
 	var last error
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		l, err := f.cs.CoreV1().ConfigMaps(f.name).List(ctx, metav1.ListOptions{})
@@ -139,9 +139,9 @@ func (f *faultEnv) list(ctx context.Context) map[string]objectState {
 			last = err
 			return false, nil
 		}
-		out = make(map[string]objectState, len(l.Items))
+		out = make(map[string]contract.Object, len(l.Items))
 		for _, cm := range l.Items {
-			out[cm.Namespace+"/"+cm.Name] = objectState{UID: string(cm.UID), RV: cm.ResourceVersion}
+			out[cm.Namespace+"/"+cm.Name] = contract.Object{UID: string(cm.UID), RV: cm.ResourceVersion}
 		}
 		return true, nil
 	})
@@ -153,25 +153,25 @@ func (f *faultEnv) list(ctx context.Context) map[string]objectState {
 
 // check runs the checker. truth nil means no uninterrupted ground truth exists (a 410 in the
 // scenario): nothing-missing is then left out and the final state is what counts.
-func (f *faultEnv) check(msgs []received, final map[string]objectState, truth []truthChange, uids map[string]bool) {
+func (f *faultEnv) check(msgs []received, final map[string]contract.Object, truth []contract.Change, uids map[string]bool) {
 	f.t.Helper()
-	report(f.t, "envelope", checkEnvelope(msgs, "kube"))
-	report(f.t, "1 no duplicate ids", checkNoDuplicateIDs(msgs))
-	report(f.t, "2 per-uid order", checkPerUIDOrder(msgs))
+	relaytest.Report(f.t, "envelope", contract.Envelope(msgs, "kube"))
+	relaytest.Report(f.t, "1 no duplicate ids", contract.NoDuplicateIDs(msgs))
+	relaytest.Report(f.t, "2 per-uid order", contract.PerUIDOrder(msgs))
 	if truth != nil {
-		report(f.t, "3 nothing missing", checkNothingMissing(msgs, truth))
+		relaytest.Report(f.t, "3 nothing missing", contract.NothingMissing(msgs, truth))
 	}
-	report(f.t, "4 final state", checkFinalState(msgs, final))
-	report(f.t, "5 inferred deletes", checkInferredDeletes(msgs))
-	report(f.t, "known uids", checkKnownUIDs(msgs, uids))
+	relaytest.Report(f.t, "4 final state", contract.FinalState(msgs, final))
+	relaytest.Report(f.t, "5 inferred deletes", contract.InferredDeletes(msgs))
+	relaytest.Report(f.t, "known uids", contract.KnownUIDs(msgs, uids))
 }
 
 // requireRunning fails when the relay exited on its own.
 func (f *faultEnv) requireRunning(r *relayProc) {
 	f.t.Helper()
 	select {
-	case <-r.done:
-		f.t.Fatalf("relay exited on its own: %v\n%s", r.err, r.out.String())
+	case <-r.Done():
+		f.t.Fatalf("relay exited on its own: %v\n%s", r.Err(), r.Output())
 	default:
 	}
 }
@@ -183,7 +183,7 @@ func (f *faultEnv) logRelays() {
 	phrases := []string{"resuming from checkpoint", "resourceVersion expired, relisting", "listed", "watching",
 		"publish failed, retrying", "list or watch failed, retrying", "nats disconnected", "max payload"}
 	for _, r := range f.relays {
-		out := r.out.String()
+		out := r.Output()
 		for _, p := range phrases {
 			count[p] += strings.Count(out, p)
 		}
@@ -195,7 +195,7 @@ func (f *faultEnv) logRelays() {
 	f.t.Logf("relay logs (%d processes): %s", len(f.relays), strings.Join(parts, ", "))
 	if os.Getenv(relayLogsEnv) == "1" && !f.t.Failed() { // on failure startRelay prints them
 		for i, r := range f.relays {
-			f.t.Logf("relay %d output:\n%s", i, r.out.String())
+			f.t.Logf("relay %d output:\n%s", i, r.Output())
 		}
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kube-nats-relay/kube-nats-relay/event"
+	"github.com/kube-nats-relay/kube-nats-relay/internal/contract"
+	"github.com/kube-nats-relay/kube-nats-relay/internal/relaytest"
 	"github.com/kube-nats-relay/kube-nats-relay/internal/testenv"
 )
 
@@ -46,10 +48,10 @@ func TestFaultRelayKilledRepeatedly(t *testing.T) {
 		func(g *loadGen) []int { return g.moments(kills, 0.03, 0.9) },
 		func(_ *loadGen, r **relayProc, i int) {
 			// SIGKILL, as a crash: no drain, no final checkpoint. Started again at once.
-			if err := (*r).cmd.Process.Kill(); err != nil {
+			if err := (*r).Kill(); err != nil {
 				t.Fatalf("kill relay: %v", err)
 			}
-			<-(*r).done
+			<-(*r).Done()
 			*r = f.startRelay()
 		})
 	t.Logf("relay killed %d times", n)
@@ -175,11 +177,11 @@ func TestFaultAPIServerRestarted(t *testing.T) {
 	published := make(map[string]bool)
 	relisted, inferred := 0, 0
 	for _, m := range msgs {
-		published[m.meta.UID] = true
-		if m.meta.Origin == event.Relist {
+		published[m.Meta.UID] = true
+		if m.Meta.Origin == event.Relist {
 			relisted++
 		}
-		if inferredDelete(m) {
+		if m.InferredDelete() {
 			inferred++
 		}
 	}
@@ -227,7 +229,7 @@ func TestFaultExpiredHistoryWhileStopped(t *testing.T) {
 	waitCheckpoint(t, f.js(), f.name, f.key, func(rv string) bool { return rvInt(t, rv) >= rvInt(t, live[f.name+"/zz-before"].RV) })
 	r.stop(t)
 	before := readStream(ctx, t, f.js(), f.vars["RELAY_STREAM"])
-	report(t, "published before the stop", checkFinalState(before, live))
+	relaytest.Report(t, "published before the stop", contract.FinalState(before, live))
 
 	// While the relay is stopped: deletes, recreates (some updated after), updates (some
 	// several times), updates then deletes, new objects, objects created and deleted again;
@@ -293,16 +295,16 @@ func TestFaultExpiredHistoryWhileStopped(t *testing.T) {
 	var fence []received
 	rest := after[:0:0]
 	for _, m := range after {
-		if m.meta.Name == fenceName {
+		if m.Meta.Name == fenceName {
 			fence = append(fence, m)
 		} else {
 			rest = append(rest, m)
 		}
 	}
-	report(t, "relist diff", checkRelistDiff(rest, live, final))
+	relaytest.Report(t, "relist diff", contract.RelistDiff(rest, live, final))
 	final[f.name+"/"+fenceName] = g.state()[f.name+"/"+fenceName]
-	if want := final[f.name+"/"+fenceName]; len(fence) != 1 || fence[0].meta.Type != event.Added ||
-		fence[0].meta.UID != want.UID || fence[0].meta.ResourceVersion != want.RV {
+	if want := final[f.name+"/"+fenceName]; len(fence) != 1 || fence[0].Meta.Type != event.Added ||
+		fence[0].Meta.UID != want.UID || fence[0].Meta.ResourceVersion != want.RV {
 		t.Errorf("fence: got\n%swant one added uid=%s rv=%s", describe(fence), want.UID, want.RV)
 	}
 	f.check(msgs, final, nil, g.uids())
@@ -358,7 +360,7 @@ func TestFaultOversizeObject(t *testing.T) {
 	var mine []received
 	firstBig := -1
 	for i, m := range msgs {
-		if m.meta.Name == bigName {
+		if m.Meta.Name == bigName {
 			if firstBig < 0 {
 				firstBig = i
 			}
@@ -369,22 +371,22 @@ func TestFaultOversizeObject(t *testing.T) {
 		t.Fatalf("%s: got %d events, want %d:\n%s", bigName, len(mine), len(steps), describe(mine))
 	}
 	for i, m := range mine {
-		omitted := m.header.Get(event.HeaderBodyOmitted)
+		omitted := m.Header.Get(event.HeaderBodyOmitted)
 		switch {
-		case steps[i].big && (omitted != event.BodyOmittedOversize || m.body != nil):
-			t.Errorf("%s step %d (%s, big): %s=%q, body %v; want %q and no body", bigName, i, steps[i].op, event.HeaderBodyOmitted, omitted, m.body != nil, event.BodyOmittedOversize)
-		case !steps[i].big && (omitted != "" || m.body == nil):
-			t.Errorf("%s step %d (%s, small): %s=%q, body %v; want a body", bigName, i, steps[i].op, event.HeaderBodyOmitted, omitted, m.body != nil)
+		case steps[i].big && (omitted != event.BodyOmittedOversize || m.Body != nil):
+			t.Errorf("%s step %d (%s, big): %s=%q, body %v; want %q and no body", bigName, i, steps[i].op, event.HeaderBodyOmitted, omitted, m.Body != nil, event.BodyOmittedOversize)
+		case !steps[i].big && (omitted != "" || m.Body == nil):
+			t.Errorf("%s step %d (%s, small): %s=%q, body %v; want a body", bigName, i, steps[i].op, event.HeaderBodyOmitted, omitted, m.Body != nil)
 		}
-		if i > 0 && rvInt(t, m.meta.ResourceVersion) <= rvInt(t, mine[i-1].meta.ResourceVersion) {
-			t.Errorf("%s: %s not after %s", bigName, msgString(m), msgString(mine[i-1]))
+		if i > 0 && rvInt(t, m.Meta.ResourceVersion) <= rvInt(t, mine[i-1].Meta.ResourceVersion) {
+			t.Errorf("%s: %s not after %s", bigName, m.String(), mine[i-1].String())
 		}
 	}
 	// The stream went on past the reference-only event: later changes of other objects follow it.
 	later := 0
-	bigRV := rvInt(t, msgs[firstBig].meta.ResourceVersion)
+	bigRV := rvInt(t, msgs[firstBig].Meta.ResourceVersion)
 	for _, m := range msgs[firstBig+1:] {
-		if m.meta.Name != bigName && rvInt(t, m.meta.ResourceVersion) > bigRV {
+		if m.Meta.Name != bigName && rvInt(t, m.Meta.ResourceVersion) > bigRV {
 			later++
 		}
 	}

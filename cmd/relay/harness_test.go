@@ -1,17 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
 	"sort"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -19,8 +13,10 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
-	"github.com/kube-nats-relay/kube-nats-relay/event"
+	"github.com/kube-nats-relay/kube-nats-relay/checkpoint"
+	"github.com/kube-nats-relay/kube-nats-relay/internal/contract"
 	"github.com/kube-nats-relay/kube-nats-relay/internal/relaytest"
 	"github.com/kube-nats-relay/kube-nats-relay/internal/testenv"
 )
@@ -38,152 +34,63 @@ func TestMain(m *testing.M) {
 
 // relayProc is a relay process started by a test.
 type relayProc struct {
-	cmd  *exec.Cmd
-	out  *syncBuffer
-	done chan struct{}
-	err  error
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	*relaytest.Process
 }
 
 // testName is a short lower-case name unique to the test, usable as cluster, namespace and
 // bucket name.
-func testName(t *testing.T) string {
-	t.Helper()
-	n := strings.ToLower(t.Name())
-	n = strings.Map(func(r rune) rune {
-		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
-			return r
-		}
-		return -1
-	}, n)
-	if len(n) > 40 {
-		n = n[:40]
-	}
-	return fmt.Sprintf("%s%d", n, time.Now().UnixNano()%100000)
-}
+func testName(t *testing.T) string { return relaytest.Name(t) }
 
 // relayVars returns a configuration for a relay publishing to the test bed's NATS with a
 // stream, bucket and cluster name of the test's own.
-func relayVars(name string) map[string]string {
-	return map[string]string{
-		"KUBECONFIG":                env.Kube.KubeconfigPath(),
-		"NATS_URL":                  env.NATS.URL(),
-		"RELAY_CLUSTER":             name,
-		"RELAY_STREAM":              strings.ToUpper(name),
-		"RELAY_CHECKPOINT_BUCKET":   name,
-		"RELAY_INDEX_BUCKET":        name + "-index",
-		"RELAY_CHECKPOINT_INTERVAL": "200ms",
-		"RELAY_LOG_LEVEL":           "debug",
-		"RELAY_HTTP_ADDR":           "127.0.0.1:0",
-	}
-}
+func relayVars(name string) map[string]string { return relaytest.Vars(env, name) }
 
 func startRelay(t *testing.T, vars map[string]string) *relayProc {
 	t.Helper()
-	cmd := exec.Command(relayBin)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
-	for k, v := range vars {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
-	out := &syncBuffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start relay: %v", err)
-	}
-	r := &relayProc{cmd: cmd, out: out, done: make(chan struct{})}
-	go func() { r.err = cmd.Wait(); close(r.done) }()
-	t.Cleanup(func() {
-		select {
-		case <-r.done:
-		default:
-			_ = cmd.Process.Kill()
-			<-r.done
-		}
-		if t.Failed() {
-			t.Logf("relay output:\n%s", out.String())
-		}
-	})
-	return r
+	return &relayProc{relaytest.Start(t, relayBin, vars)}
 }
+
+// requireExit runs the relay with vars and args until it exits, and requires exit status code
+// and every one of want in its output.
+func requireExit(t *testing.T, vars map[string]string, code int, want []string, args ...string) {
+	t.Helper()
+	got, out := relaytest.Run(t, relayBin, vars, args...)
+	if got != code {
+		t.Fatalf("exit: got status %d, want exit status %d\n%s", got, code, out)
+	}
+	for _, w := range want {
+		if !strings.Contains(out, w) {
+			t.Errorf("output lacks %q:\n%s", w, out)
+		}
+	}
+}
+
+// shutdownTimeout is the clean exit the relay promises after SIGTERM.
+const shutdownTimeout = 10 * time.Second
 
 // stop sends SIGTERM and requires a clean exit within the promised 10 seconds.
 func (r *relayProc) stop(t *testing.T) {
 	t.Helper()
 	start := time.Now()
-	_ = r.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-r.done:
-	case <-time.After(15 * time.Second):
-		t.Fatalf("relay still running 15s after SIGTERM")
-	}
-	if took := time.Since(start); took > 10*time.Second {
-		t.Errorf("shutdown took %s, want at most 10s", took)
-	}
-	if r.err != nil {
-		t.Fatalf("relay exit after SIGTERM: %v, want exit 0\n%s", r.err, r.out.String())
+	r.Stop(t)
+	if took := time.Since(start); took > shutdownTimeout {
+		t.Errorf("shutdown took %s, want at most %s", took, shutdownTimeout)
 	}
 }
 
 // received is one message read back from the stream.
-type received struct {
-	seq     uint64
-	subject string
-	header  nats.Header
-	meta    event.Meta
-	body    map[string]any
-}
+type received = contract.Message
 
 func jsClient(t *testing.T) jetstream.JetStream { return relaytest.JetStream(t, env) }
 
 // readStream returns every message in the stream, in order; nil when it does not exist yet.
 func readStream(ctx context.Context, t *testing.T, js jetstream.JetStream, stream string) []received {
 	t.Helper()
-	s, err := js.Stream(ctx, stream)
-	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		return nil
-	}
+	msgs, err := contract.ReadStream(ctx, js, stream)
 	if err != nil {
-		t.Fatalf("stream %s: %v", stream, err)
+		t.Fatal(err)
 	}
-	info, err := s.Info(ctx)
-	if err != nil {
-		t.Fatalf("stream info: %v", err)
-	}
-	var out []received
-	for seq := info.State.FirstSeq; seq <= info.State.LastSeq && seq > 0; seq++ {
-		m, err := s.GetMsg(ctx, seq)
-		if err != nil {
-			t.Fatalf("get message %d: %v", seq, err)
-		}
-		r := received{seq: seq, subject: m.Subject, header: m.Header}
-		if r.meta, err = event.MetaFromHeader(m.Header); err != nil {
-			t.Fatalf("message %d on %s: bad headers: %v", seq, m.Subject, err)
-		}
-		if len(m.Data) > 0 {
-			if err := json.Unmarshal(m.Data, &r.body); err != nil {
-				t.Fatalf("message %d: body is not JSON: %v", seq, err)
-			}
-		}
-		out = append(out, r)
-	}
-	return out
+	return msgs
 }
 
 // waitFor polls the stream until cond holds for its messages, and returns them.
@@ -205,7 +112,7 @@ func waitFor(t *testing.T, js jetstream.JetStream, stream string, what string, c
 func describe(msgs []received) string {
 	var b strings.Builder
 	for _, m := range msgs {
-		fmt.Fprintf(&b, "  %d %s rv=%s origin=%s\n", m.seq, m.subject, m.meta.ResourceVersion, m.meta.Origin)
+		fmt.Fprintf(&b, "  %d %s rv=%s origin=%s\n", m.Seq, m.Subject, m.Meta.ResourceVersion, m.Meta.Origin)
 	}
 	return b.String()
 }
@@ -232,13 +139,11 @@ func checkpointRV(ctx context.Context, t *testing.T, js jetstream.JetStream, buc
 	if err != nil {
 		t.Fatalf("checkpoint %s: %v", key, err)
 	}
-	var v struct {
-		ResourceVersion string `json:"resourceVersion"`
-	}
-	if err := json.Unmarshal(e.Value(), &v); err != nil {
+	rv, err := checkpoint.ResourceVersion(e.Value())
+	if err != nil {
 		t.Fatalf("checkpoint %s: %v", key, err)
 	}
-	return v.ResourceVersion
+	return rv
 }
 
 func waitCheckpoint(t *testing.T, js jetstream.JetStream, bucket, key string, cond func(rv string) bool) string {
@@ -258,27 +163,35 @@ func waitCheckpoint(t *testing.T, js jetstream.JetStream, bucket, key string, co
 
 func kubeClient(t *testing.T) *kubernetes.Clientset { return relaytest.Kube(t, env) }
 
+// testNamespace creates a namespace named after the test (testName) and returns its name and an
+// admin client.
+func testNamespace(t *testing.T) (string, *kubernetes.Clientset) {
+	t.Helper()
+	name := testName(t)
+	cs := kubeClient(t)
+	createNamespace(t, cs, name)
+	return name, cs
+}
+
+// testConfigMaps is testNamespace for a test that changes nothing but ConfigMaps: it returns
+// the namespace's name and its ConfigMaps.
+func testConfigMaps(t *testing.T) (string, corev1client.ConfigMapInterface) {
+	t.Helper()
+	name, cs := testNamespace(t)
+	return name, cs.CoreV1().ConfigMaps(name)
+}
+
 func createNamespace(t *testing.T, cs kubernetes.Interface, name string) {
 	relaytest.CreateNamespace(t, cs, name)
 }
 
 // byObject groups messages by namespace/name, in stream order.
-func byObject(msgs []received) map[string][]received {
-	out := make(map[string][]received)
-	for _, m := range msgs {
-		k := m.meta.Name
-		if m.meta.Namespace != "" {
-			k = m.meta.Namespace + "/" + k
-		}
-		out[k] = append(out[k], m)
-	}
-	return out
-}
+func byObject(msgs []received) map[string][]received { return contract.ByObject(msgs) }
 
 func types(msgs []received) string {
 	ts := make([]string, len(msgs))
 	for i, m := range msgs {
-		ts[i] = string(m.meta.Type)
+		ts[i] = string(m.Meta.Type)
 	}
 	return strings.Join(ts, ",")
 }

@@ -56,9 +56,9 @@ func TestReadinessFollowsNATSAndSync(t *testing.T) {
 	vars["RELAY_NAMESPACES"] = name
 	r := startRelay(t, vars)
 	waitOutput(t, r, "serving /healthz and /readyz")
-	m := healthAddrRe.FindStringSubmatch(r.out.String())
+	m := healthAddrRe.FindStringSubmatch(r.Output())
 	if m == nil {
-		t.Fatalf("no health address in the output:\n%s", r.out.String())
+		t.Fatalf("no health address in the output:\n%s", r.Output())
 	}
 	addr := m[1]
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kube-nats-relay/kube-nats-relay/consumer"
 	"github.com/kube-nats-relay/kube-nats-relay/event"
+	"github.com/kube-nats-relay/kube-nats-relay/internal/relaytest"
 )
 
 // checkHistory reports every event of msgs that is not of history epoch want, as consumer.Decode
@@ -23,16 +24,16 @@ func checkHistory(ctx context.Context, t *testing.T, f *faultEnv, msgs []receive
 	}
 	var out []string
 	for _, m := range msgs {
-		raw, err := stream.GetMsg(ctx, m.seq)
+		raw, err := stream.GetMsg(ctx, m.Seq)
 		if err != nil {
-			t.Fatalf("message %d: %v", m.seq, err)
+			t.Fatalf("message %d: %v", m.Seq, err)
 		}
 		e, err := consumer.DecodeRaw(raw)
 		switch {
 		case err != nil:
-			out = append(out, fmt.Sprintf("%s: consumer.DecodeRaw: %v", msgString(m), err))
+			out = append(out, fmt.Sprintf("%s: consumer.DecodeRaw: %v", m.String(), err))
 		case e.History != want:
-			out = append(out, fmt.Sprintf("%s: history %d (k8s-history %q), want %d", msgString(m), e.History, raw.Header.Get(event.HeaderHistory), want))
+			out = append(out, fmt.Sprintf("%s: history %d (k8s-history %q), want %d", m.String(), e.History, raw.Header.Get(event.HeaderHistory), want))
 		}
 	}
 	return out
@@ -44,9 +45,9 @@ func checkNoChangeTwice(msgs []received) []string {
 	var out []string
 	first := make(map[[3]string]received, len(msgs))
 	for _, m := range msgs {
-		k := [3]string{m.meta.UID, m.meta.ResourceVersion, string(m.meta.Type)}
+		k := [3]string{m.Meta.UID, m.Meta.ResourceVersion, string(m.Meta.Type)}
 		if f, ok := first[k]; ok {
-			out = append(out, fmt.Sprintf("change published twice: %s and %s", msgString(f), msgString(m)))
+			out = append(out, fmt.Sprintf("change published twice: %s and %s", f.String(), m.String()))
 			continue
 		}
 		first[k] = m
@@ -102,19 +103,19 @@ func restartKeepsHistory(ctx context.Context, t *testing.T, f *faultEnv, g *load
 	}
 	obj := g.state()[f.name+"/"+name]
 	all := waitFor(t, f.js(), f.vars["RELAY_STREAM"], "the added event of "+name, func(got []received) bool {
-		return slices.ContainsFunc(got, func(m received) bool { return m.meta.UID == obj.UID && m.meta.Type == event.Added })
+		return slices.ContainsFunc(got, func(m received) bool { return m.Meta.UID == obj.UID && m.Meta.Type == event.Added })
 	})
 	since := all[len(msgs):]
-	if len(since) != 1 || since[0].meta.UID != obj.UID {
+	if len(since) != 1 || since[0].Meta.UID != obj.UID {
 		t.Errorf("events after the restart: got\n%swant only the added event of %s", describe(since), name)
 	}
-	report(t, "history after the restart", checkHistory(ctx, t, f, since, want))
-	report(t, "no change twice", checkNoChangeTwice(all))
+	relaytest.Report(t, "history after the restart", checkHistory(ctx, t, f, since, want))
+	relaytest.Report(t, "no change twice", checkNoChangeTwice(all))
 	f.check(all, g.state(), nil, g.uids())
 	if got := checkpointHistory(ctx, t, f); got != want {
 		t.Errorf("history saved with the checkpoint: got %d, want %d", got, want)
 	}
-	if out := r.out.String(); strings.Contains(out, "history epoch begun") {
+	if out := r.Output(); strings.Contains(out, "history epoch begun") {
 		t.Errorf("the restart began another history epoch:\n%s", out)
 	}
 	return all

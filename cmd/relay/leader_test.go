@@ -64,7 +64,7 @@ func requireStandby(t *testing.T, r *haRelay) {
 		t.Errorf("standby published %v events, want none", n)
 	}
 	for _, phrase := range []string{`"watching"`, `"listed"`, "resuming from checkpoint"} {
-		if strings.Contains(r.out.String(), phrase) {
+		if strings.Contains(r.Output(), phrase) {
 			t.Errorf("standby logged %s: it must hold no watch", phrase)
 		}
 	}
@@ -97,10 +97,10 @@ func TestLeaderKilledStandbyTakesOverLosingNothing(t *testing.T) {
 	var failover, ready time.Duration
 	n, err := g.run(context.Background(), g.moments(1, 0.2, 0.35), func(int) {
 		// SIGKILL: no drain, no final checkpoint, the lease is not released and must expire.
-		if err := a.cmd.Process.Kill(); err != nil {
+		if err := a.Kill(); err != nil {
 			t.Fatalf("kill leader: %v", err)
 		}
-		<-a.done
+		<-a.Done()
 		killed := time.Now()
 		err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
 			_, body := probe(t, b.addr, "/readyz")
@@ -171,7 +171,7 @@ func TestLeaderThatCannotRenewStopsBeforeAnotherLeads(t *testing.T) {
 	// if it did not stop by itself).
 	var exited atomic.Int64
 	go func() {
-		<-a.done
+		<-a.Done()
 		exited.Store(time.Now().UnixNano())
 	}()
 	cut := time.Now()
@@ -186,10 +186,10 @@ func TestLeaderThatCannotRenewStopsBeforeAnotherLeads(t *testing.T) {
 		return false, nil
 	})
 	if err != nil {
-		t.Fatalf("the standby never took over:\n%s", b.out.String())
+		t.Fatalf("the standby never took over:\n%s", b.Output())
 	}
 	select {
-	case <-a.done:
+	case <-a.Done():
 	case <-time.After(time.Minute):
 		t.Fatalf("the partitioned leader still runs a minute after the standby took over")
 	}
@@ -199,11 +199,11 @@ func TestLeaderThatCannotRenewStopsBeforeAnotherLeads(t *testing.T) {
 	if !exit.Before(led) {
 		t.Errorf("the old leader exited %s after the standby took over: two leaders at once", exit.Sub(led))
 	}
-	if code := a.cmd.ProcessState.ExitCode(); code != exitFailed {
+	if code := a.State().ExitCode(); code != exitFailed {
 		t.Errorf("old leader exit code: got %d, want %d (restart as a fresh standby)", code, exitFailed)
 	}
-	if !strings.Contains(a.out.String(), "leader election lease lost") {
-		t.Errorf("old leader did not say it lost its lease:\n%s", a.out.String())
+	if !strings.Contains(a.Output(), "leader election lease lost") {
+		t.Errorf("old leader did not say it lost its lease:\n%s", a.Output())
 	}
 	waitProbe(t, b.addr, "/readyz", http.StatusOK, "ok: leader ")
 	f.logRelays()
@@ -244,9 +244,9 @@ func TestLateCheckpointWriteOfAnOldLeaderRestartsTheLeaderLosingNothing(t *testi
 			t.Fatalf("write checkpoint: %v", err)
 		}
 		select {
-		case <-a.done:
+		case <-a.Done():
 		case <-time.After(time.Minute):
-			t.Fatalf("the leader did not stop within a minute of the foreign checkpoint write:\n%s", a.out.String())
+			t.Fatalf("the leader did not stop within a minute of the foreign checkpoint write:\n%s", a.Output())
 		}
 		waitProbe(t, b.addr, "/readyz", http.StatusOK, "ok: leader ")
 		// Kubernetes restarts the stopped one: it stands by.
@@ -258,11 +258,11 @@ func TestLateCheckpointWriteOfAnOldLeaderRestartsTheLeaderLosingNothing(t *testi
 	if n != 1 {
 		t.Fatalf("forged %d writes, want 1", n)
 	}
-	if code := a.cmd.ProcessState.ExitCode(); code != exitFailed {
+	if code := a.State().ExitCode(); code != exitFailed {
 		t.Errorf("leader exit code after the conflict: got %d, want %d", code, exitFailed)
 	}
-	if !strings.Contains(a.out.String(), "checkpoint written by another relay while leading") {
-		t.Errorf("the leader did not name the conflict:\n%s", a.out.String())
+	if !strings.Contains(a.Output(), "checkpoint written by another relay while leading") {
+		t.Errorf("the leader did not name the conflict:\n%s", a.Output())
 	}
 	f.requireRunning(b.relayProc)
 	requireStandby(t, restarted)

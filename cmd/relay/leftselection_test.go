@@ -33,6 +33,20 @@ func consumerEventAt(t *testing.T, js jetstream.JetStream, stream string, seq ui
 // mirroredConfigMaps lists the objects the state mirror holds for namespace ns.
 func mirroredConfigMaps(t *testing.T, js jetstream.JetStream, bucket, cluster, ns string) map[string]bool {
 	t.Helper()
+	w, values := watchMirror(t, js, bucket, cluster, ns)
+	defer w.Stop()
+	names := map[string]bool{}
+	for n := range values {
+		names[n] = true
+	}
+	return names
+}
+
+// watchMirror watches the state mirror's ConfigMaps of namespace ns, as a consumer starting
+// now would, and returns the watcher, positioned after the current values, with those values
+// by object name. The caller stops the watcher.
+func watchMirror(t *testing.T, js jetstream.JetStream, bucket, cluster, ns string) (jetstream.KeyWatcher, map[string]string) {
+	t.Helper()
 	ctx := context.Background()
 	kv, err := js.KeyValue(ctx, bucket)
 	if err != nil {
@@ -42,18 +56,18 @@ func mirroredConfigMaps(t *testing.T, js jetstream.JetStream, bucket, cluster, n
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer w.Stop()
-	names := map[string]bool{}
+	values := map[string]string{}
 	for e := range w.Updates() {
 		if e == nil {
 			break
 		}
-		if e.Operation() == jetstream.KeyValuePut {
-			n, _ := mirrorEntry(t, e)
-			names[n] = true
+		if e.Operation() != jetstream.KeyValuePut {
+			continue // the marker of a recently deleted object
 		}
+		n, v := mirrorEntry(t, e)
+		values[n] = v
 	}
-	return names
+	return w, values
 }
 
 // TestObjectLeavingTheSelectionIsMarked relays ConfigMaps with the label selector app!=skip:
@@ -62,9 +76,7 @@ func mirroredConfigMaps(t *testing.T, js jetstream.JetStream, bucket, cluster, n
 // it matches again. The state mirror drops the object that left, like a deleted one.
 func TestObjectLeavingTheSelectionIsMarked(t *testing.T) {
 	ctx := context.Background()
-	name := testName(t)
-	cs := kubeClient(t)
-	createNamespace(t, cs, name)
+	name, cs := testNamespace(t)
 	cms := cs.CoreV1().ConfigMaps(name)
 	vars := relayVars(name)
 	vars["RELAY_RESOURCES"] = "configmaps"
@@ -105,12 +117,12 @@ func TestObjectLeavingTheSelectionIsMarked(t *testing.T) {
 	})
 	for _, n := range []string{"leaves", "deleted"} {
 		m := lastOf(t, msgs, name, n)
-		e := consumerEventAt(t, js, stream, m.seq)
-		if want := n == "leaves"; e.LeftSelection != want || m.header.Get(event.HeaderLeftSelection) != map[bool]string{true: "true"}[want] {
-			t.Errorf("%s: got LeftSelection %v (header %q), want %v", m.subject, e.LeftSelection, m.header.Get(event.HeaderLeftSelection), want)
+		e := consumerEventAt(t, js, stream, m.Seq)
+		if want := n == "leaves"; e.LeftSelection != want || m.Header.Get(event.HeaderLeftSelection) != map[bool]string{true: "true"}[want] {
+			t.Errorf("%s: got LeftSelection %v (header %q), want %v", m.Subject, e.LeftSelection, m.Header.Get(event.HeaderLeftSelection), want)
 		}
 		if e.Origin != event.Live || e.FinalStateUnknown {
-			t.Errorf("%s: got origin %s, final state unknown %v, want live and known", m.subject, e.Origin, e.FinalStateUnknown)
+			t.Errorf("%s: got origin %s, final state unknown %v, want live and known", m.Subject, e.Origin, e.FinalStateUnknown)
 		}
 	}
 	if _, err := cms.Get(ctx, "leaves", metav1.GetOptions{}); err != nil {
@@ -128,8 +140,8 @@ func TestObjectLeavingTheSelectionIsMarked(t *testing.T) {
 	if got := types(byObject(msgs)[name+"/leaves"]); got != "added,deleted,added" {
 		t.Errorf("events of the relabelled ConfigMap: got %s, want added,deleted,added", got)
 	}
-	if m := lastOf(t, msgs, name, "leaves"); m.header.Get(event.HeaderLeftSelection) != "" || m.meta.Origin != event.Live {
-		t.Errorf("%s: got origin %s and %s %q, want a live added without the mark", m.subject, m.meta.Origin, event.HeaderLeftSelection, m.header.Get(event.HeaderLeftSelection))
+	if m := lastOf(t, msgs, name, "leaves"); m.Header.Get(event.HeaderLeftSelection) != "" || m.Meta.Origin != event.Live {
+		t.Errorf("%s: got origin %s and %s %q, want a live added without the mark", m.Subject, m.Meta.Origin, event.HeaderLeftSelection, m.Header.Get(event.HeaderLeftSelection))
 	}
 	r.stop(t)
 }

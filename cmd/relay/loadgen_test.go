@@ -18,6 +18,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/kube-nats-relay/kube-nats-relay/internal/contract"
 )
 
 // seedEnv names the variable that fixes the fault tests' seed, to replay a failing run's
@@ -371,12 +373,12 @@ func withToken(data map[string]string, token string) map[string]string {
 }
 
 // state is the generator's own view of the namespace: what it last wrote per name.
-func (g *loadGen) state() map[string]objectState {
+func (g *loadGen) state() map[string]contract.Object {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	out := make(map[string]objectState, len(g.objects))
+	out := make(map[string]contract.Object, len(g.objects))
 	for name, cm := range g.objects {
-		out[g.cfg.Namespace+"/"+name] = objectState{UID: string(cm.UID), RV: cm.ResourceVersion}
+		out[g.cfg.Namespace+"/"+name] = contract.Object{UID: string(cm.UID), RV: cm.ResourceVersion}
 	}
 	return out
 }

@@ -25,9 +25,7 @@ import (
 // data.password sensitive: the password appears nowhere in the message, not in the headers,
 // the object, or any copy however encoded or nested, while the other value is published.
 func TestSensitiveSecretValueLeavesNoCopyInAnnotations(t *testing.T) {
-	name := testName(t)
-	cs := kubeClient(t)
-	createNamespace(t, cs, name)
+	name, _ := testNamespace(t)
 	const password, user = "aHVudGVyMg==", "YWRtaW4=" // base64 of hunter2 and admin
 	applied := fmt.Sprintf(`{"apiVersion":"v1","kind":"Secret","metadata":{"name":"db","namespace":%q},"data":{"password":%q,"user":%q}}`,
 		name, password, user)
@@ -64,7 +62,7 @@ resources:
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, err := s.GetMsg(context.Background(), secret.seq)
+	raw, err := s.GetMsg(context.Background(), secret.Seq)
 	if err != nil {
 		t.Fatal(err)
 	}

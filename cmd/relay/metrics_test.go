@@ -20,9 +20,9 @@ import (
 func healthAddr(t *testing.T, r *relayProc) string {
 	t.Helper()
 	waitOutput(t, r, "serving /healthz and /readyz")
-	m := healthAddrRe.FindStringSubmatch(r.out.String())
+	m := healthAddrRe.FindStringSubmatch(r.Output())
 	if m == nil {
-		t.Fatalf("no health address in the output:\n%s", r.out.String())
+		t.Fatalf("no health address in the output:\n%s", r.Output())
 	}
 	return m[1]
 }

@@ -34,10 +34,7 @@ func mirrorEntry(t *testing.T, e jetstream.KeyValueEntry) (string, string) {
 
 func TestStateMirrorGivesLateConsumersTheLiveSetThenUpdates(t *testing.T) {
 	ctx := context.Background()
-	name := testName(t)
-	cs := kubeClient(t)
-	createNamespace(t, cs, name)
-	cms := cs.CoreV1().ConfigMaps(name)
+	name, cms := testConfigMaps(t)
 	// Some objects exist before the relay starts; initial sync is skipped, yet the mirror
 	// must hold them.
 	for i := range 20 {
@@ -87,26 +84,8 @@ func TestStateMirrorGivesLateConsumersTheLiveSetThenUpdates(t *testing.T) {
 	waitCheckpoint(t, js, name, key, func(rv string) bool { return rvInt(t, rv) >= rvInt(t, list.ResourceVersion) })
 
 	// A consumer starting now: current values first, then updates.
-	kv, err := js.KeyValue(ctx, vars["RELAY_MIRROR_BUCKET"])
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := kv.WatchFiltered(ctx, []string{event.MirrorFilter(name, "core", "configmaps", name)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w, got := watchMirror(t, js, vars["RELAY_MIRROR_BUCKET"], name, name)
 	defer w.Stop()
-	got := map[string]string{}
-	for e := range w.Updates() {
-		if e == nil {
-			break
-		}
-		if e.Operation() != jetstream.KeyValuePut {
-			continue // the marker of a recently deleted object
-		}
-		n, v := mirrorEntry(t, e)
-		got[n] = v
-	}
 	if len(got) != len(want) {
 		t.Errorf("mirror: got %d objects, want the %d that exist", len(got), len(want))
 	}

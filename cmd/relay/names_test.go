@@ -33,9 +33,7 @@ var unusualRBACNames = []string{
 // afterwards is still relayed.
 func TestUnusualNamesAreRelayedExactly(t *testing.T) {
 	ctx := context.Background()
-	name := testName(t)
-	cs := kubeClient(t)
-	createNamespace(t, cs, name)
+	name, cs := testNamespace(t)
 	const rbacResource = "rolebindings.rbac.authorization.k8s.io"
 	vars := relayVars(name)
 	vars["RELAY_RESOURCES"] = rbacResource + ",configmaps"
@@ -160,8 +158,8 @@ func TestUnusualNamesAreRelayedExactly(t *testing.T) {
 	}
 	after := waitFor(t, js, stream, "the ConfigMap's two events", func(m []received) bool { return len(m) >= len(msgs)+2 })
 	for _, m := range after[len(msgs):] {
-		if m.meta.Resource != "configmaps" || m.meta.Name != "after" {
-			t.Errorf("after the restart: got %s %.40q (%s), want only the ConfigMap's events", m.meta.Resource, m.meta.Name, m.meta.Type)
+		if m.Meta.Resource != "configmaps" || m.Meta.Name != "after" {
+			t.Errorf("after the restart: got %s %.40q (%s), want only the ConfigMap's events", m.Meta.Resource, m.Meta.Name, m.Meta.Type)
 		}
 	}
 	if len(after) != len(msgs)+2 {

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kube-nats-relay/kube-nats-relay/event"
+	"github.com/kube-nats-relay/kube-nats-relay/internal/child"
 	"github.com/kube-nats-relay/kube-nats-relay/internal/testenv"
 )
 
@@ -173,7 +174,7 @@ func TestNATSAuthRelaysWithEachMethod(t *testing.T) {
 			js := authJSClient(t, srv.URL(), auth)
 			msgs := waitFor(t, js, vars["RELAY_STREAM"], "the configmap's initial sync", func(msgs []received) bool {
 				for _, m := range msgs {
-					if m.meta.Name == cmName {
+					if m.Meta.Name == cmName {
 						return true
 					}
 				}
@@ -188,10 +189,10 @@ func TestNATSAuthRelaysWithEachMethod(t *testing.T) {
 				t.Fatalf("messages of %s/%s: got %d, want 1:\n%s", name, cmName, len(mine), describe(msgs))
 			}
 			checkMessage(t, mine[0], "kube")
-			if got := mine[0].meta; got.Namespace != name || got.Type != event.Added || got.Origin != event.InitialSync {
+			if got := mine[0].Meta; got.Namespace != name || got.Type != event.Added || got.Origin != event.InitialSync {
 				t.Errorf("event: got %s/%s %s %s, want %s/%s added initial-sync", got.Namespace, got.Name, got.Type, got.Origin, name, cmName)
 			}
-			out := r.out.String()
+			out := r.Output()
 			for _, s := range secretsOf(t, auth) {
 				if strings.Contains(out, s) {
 					t.Errorf("relay output contains a secret of %s", m.name)
@@ -276,39 +277,37 @@ func TestNATSAuthWrongCredentialsFailVisibly(t *testing.T) {
 			defer cancel()
 			_ = wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(context.Context) (bool, error) {
 				select {
-				case <-r.done:
+				case <-r.Done():
 					return true, nil
 				default:
-					return tc.refusal.MatchString(r.out.String()), nil
+					return tc.refusal.MatchString(r.Output()), nil
 				}
 			})
 			var exited bool
 			select {
-			case <-r.done:
+			case <-r.Done():
 				exited = true
 			default:
 			}
-			out := r.out.String()
+			out := r.Output()
 			if !tc.refusal.MatchString(out) {
 				state := "still running"
 				if exited {
-					state = "exited (" + exitStatus(r.err) + ")"
+					state = "exited (" + exitStatus(r.Err()) + ")"
 				}
 				t.Errorf("relay %s after %s without reporting the refusal (want output matching %q):\n%s",
 					state, refusalDeadline, tc.refusal, out)
 			}
 			if exited {
-				if r.err == nil {
+				if r.Err() == nil {
 					t.Errorf("relay exit: got status 0, want a failure")
 				}
 			} else {
 				// Retrying is acceptable; it must still stop on SIGTERM.
-				_ = r.cmd.Process.Signal(syscall.SIGTERM)
-				select {
-				case <-r.done:
-					t.Logf("relay kept retrying; after SIGTERM: %s", exitStatus(r.err))
-				case <-time.After(15 * time.Second):
+				if err := r.Signal(syscall.SIGTERM, 15*time.Second); errors.Is(err, child.ErrKilled) {
 					t.Errorf("relay still running 15s after SIGTERM")
+				} else {
+					t.Logf("relay kept retrying; after SIGTERM: %s", exitStatus(r.Err()))
 				}
 			}
 			for _, s := range secretsOf(t, wrong) {

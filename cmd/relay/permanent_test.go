@@ -21,7 +21,7 @@ import (
 func waitOutput(t *testing.T, r *relayProc, want ...string) {
 	t.Helper()
 	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
-		out := r.out.String()
+		out := r.Output()
 		for _, w := range want {
 			if !strings.Contains(out, w) {
 				return false, nil
@@ -30,15 +30,13 @@ func waitOutput(t *testing.T, r *relayProc, want ...string) {
 		return true, nil
 	})
 	if err != nil {
-		t.Fatalf("relay output never showed %q:\n%s", want, r.out.String())
+		t.Fatalf("relay output never showed %q:\n%s", want, r.Output())
 	}
 }
 
 func TestForbiddenResourceStopsAloneAndNamesThePermission(t *testing.T) {
 	ctx := context.Background()
-	name := testName(t)
-	cs := kubeClient(t)
-	createNamespace(t, cs, name)
+	name, cs := testNamespace(t)
 	// The relay's identity may list and watch ConfigMaps in the namespace, not Secrets.
 	saCfg, err := env.Kube.ServiceAccountConfig(ctx, name, "relay")
 	if err != nil {
@@ -70,15 +68,15 @@ func TestForbiddenResourceStopsAloneAndNamesThePermission(t *testing.T) {
 	js := jsClient(t)
 	waitFor(t, js, vars["RELAY_STREAM"], "the ConfigMap's event", func(m []received) bool {
 		for _, x := range m {
-			if x.meta.Name == "still-flowing" && x.meta.Type == event.Added {
+			if x.Meta.Name == "still-flowing" && x.Meta.Type == event.Added {
 				return true
 			}
 		}
 		return false
 	})
 	r.stop(t)
-	if strings.Contains(r.out.String(), `"resource":"configmaps.v1","error"`) {
-		t.Errorf("configmaps reported an error:\n%s", r.out.String())
+	if strings.Contains(r.Output(), `"resource":"configmaps.v1","error"`) {
+		t.Errorf("configmaps reported an error:\n%s", r.Output())
 	}
 }
 
@@ -114,7 +112,7 @@ func TestDeletedCRDStopsItsResourceOnly(t *testing.T) {
 	js := jsClient(t)
 	waitFor(t, js, vars["RELAY_STREAM"], "the ConfigMap's event", func(m []received) bool {
 		for _, x := range m {
-			if x.meta.Name == "after-crd-delete" {
+			if x.Meta.Name == "after-crd-delete" {
 				return true
 			}
 		}

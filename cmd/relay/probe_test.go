@@ -6,11 +6,11 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/kube-nats-relay/kube-nats-relay/internal/relaytest"
 )
 
 func TestProbeSucceedsOnlyOn2xx(t *testing.T) {
@@ -111,17 +111,8 @@ func TestProbeIsASubcommand(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cmd := exec.Command(relayBin, tt.args...)
-			cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
-			out, err := cmd.CombinedOutput()
-			code := 0
-			var exit *exec.ExitError
-			if errors.As(err, &exit) {
-				code = exit.ExitCode()
-			} else if err != nil {
-				t.Fatal(err)
-			}
-			if code != tt.code || !strings.Contains(string(out), tt.out) {
+			code, out := relaytest.Run(t, relayBin, nil, tt.args...)
+			if code != tt.code || !strings.Contains(out, tt.out) {
 				t.Errorf("relay %s: got exit %d and %q, want %d and %q", strings.Join(tt.args, " "), code, out, tt.code, tt.out)
 			}
 		})

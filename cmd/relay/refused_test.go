@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -54,7 +52,7 @@ func checkOnceEach(t *testing.T, msgs []received) {
 	t.Helper()
 	seen := make(map[string]bool)
 	for _, m := range msgs {
-		k := m.meta.Namespace + "/" + m.meta.Name + "@" + m.meta.ResourceVersion + ":" + string(m.meta.Type)
+		k := m.Meta.Namespace + "/" + m.Meta.Name + "@" + m.Meta.ResourceVersion + ":" + string(m.Meta.Type)
 		if seen[k] {
 			t.Errorf("change %s published twice", k)
 		}
@@ -64,9 +62,7 @@ func checkOnceEach(t *testing.T, msgs []received) {
 
 func TestStreamMaxMsgSizeBelowAnObjectSendsItsReferenceAndMovesOn(t *testing.T) {
 	ctx := context.Background()
-	name := testName(t)
-	cs := kubeClient(t)
-	createNamespace(t, cs, name)
+	name, cs := testNamespace(t)
 	vars := relayVars(name)
 	vars["RELAY_RESOURCES"] = "configmaps"
 	vars["RELAY_NAMESPACES"] = name
@@ -111,13 +107,13 @@ func TestStreamMaxMsgSizeBelowAnObjectSendsItsReferenceAndMovesOn(t *testing.T) 
 	}
 	prev := uint64(0)
 	for _, m := range objs[name+"/big"] {
-		if got := m.header.Get(event.HeaderBodyOmitted); got != event.BodyOmittedStreamLimit {
-			t.Errorf("big at rv %s: %s %q, want %q", m.meta.ResourceVersion, event.HeaderBodyOmitted, got, event.BodyOmittedStreamLimit)
+		if got := m.Header.Get(event.HeaderBodyOmitted); got != event.BodyOmittedStreamLimit {
+			t.Errorf("big at rv %s: %s %q, want %q", m.Meta.ResourceVersion, event.HeaderBodyOmitted, got, event.BodyOmittedStreamLimit)
 		}
-		if m.body != nil {
-			t.Errorf("big at rv %s: has a body, want none", m.meta.ResourceVersion)
+		if m.Body != nil {
+			t.Errorf("big at rv %s: has a body, want none", m.Meta.ResourceVersion)
 		}
-		rv, _ := strconv.ParseUint(m.meta.ResourceVersion, 10, 64)
+		rv, _ := strconv.ParseUint(m.Meta.ResourceVersion, 10, 64)
 		if rv <= prev {
 			t.Errorf("big: rv %d after %d, want increasing", rv, prev)
 		}
@@ -125,8 +121,8 @@ func TestStreamMaxMsgSizeBelowAnObjectSendsItsReferenceAndMovesOn(t *testing.T) 
 	}
 	for i := range 3 {
 		k := fmt.Sprintf("%s/small-%d", name, i)
-		if len(objs[k]) != 1 || objs[k][0].body == nil {
-			t.Errorf("%s: got %d events (body %v), want one with its body", k, len(objs[k]), len(objs[k]) > 0 && objs[k][0].body != nil)
+		if len(objs[k]) != 1 || objs[k][0].Body == nil {
+			t.Errorf("%s: got %d events (body %v), want one with its body", k, len(objs[k]), len(objs[k]) > 0 && objs[k][0].Body != nil)
 		}
 	}
 	waitCheckpoint(t, js, name, configMapsKey(name, name), rvAtLeast(t, last))
@@ -144,7 +140,7 @@ func TestStreamMaxMsgSizeBelowAnObjectSendsItsReferenceAndMovesOn(t *testing.T) 
 	})
 	waitCheckpoint(t, js, name, configMapsKey(name, name), rvAtLeast(t, after.ResourceVersion))
 	r2.stop(t)
-	if out := r2.out.String(); strings.Contains(out, "refused") {
+	if out := r2.Output(); strings.Contains(out, "refused") {
 		t.Errorf("the restarted relay published a refused change again:\n%s", out)
 	}
 	checkOnceEach(t, msgs)
@@ -211,16 +207,16 @@ func TestDeniedNamespaceIsUndeliverableWhileOthersFlow(t *testing.T) {
 		return len(objs[allowed+"/open"]) == 1 && len(objs[allowed+"/open-2"]) == 1
 	})
 	for _, m := range msgs {
-		if m.meta.Namespace == denied {
-			t.Errorf("a denied event is in the stream: %s", m.subject)
+		if m.Meta.Namespace == denied {
+			t.Errorf("a denied event is in the stream: %s", m.Subject)
 		}
 	}
 	waitCheckpoint(t, js, name, configMapsKey(name, allowed), rvAtLeast(t, open2.ResourceVersion))
 	// The denied namespace's checkpoint moves past its refused changes too.
 	waitCheckpoint(t, js, name, configMapsKey(name, denied), rvAtLeast(t, cm.ResourceVersion))
 	select {
-	case <-r.done:
-		t.Fatalf("relay exited: %v", r.err)
+	case <-r.Done():
+		t.Fatalf("relay exited: %v", r.Err())
 	default:
 	}
 	r.stop(t)
@@ -228,9 +224,7 @@ func TestDeniedNamespaceIsUndeliverableWhileOthersFlow(t *testing.T) {
 
 func TestMirrorBucketSmallerThanAnObjectKeepsItsIdentity(t *testing.T) {
 	ctx := context.Background()
-	name := testName(t)
-	cs := kubeClient(t)
-	createNamespace(t, cs, name)
+	name, cs := testNamespace(t)
 	js := jsClient(t)
 	bucket := name + "-mirror"
 	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: bucket, History: 1, Storage: jetstream.FileStorage,
@@ -260,7 +254,7 @@ func TestMirrorBucketSmallerThanAnObjectKeepsItsIdentity(t *testing.T) {
 		objs := byObject(m)
 		return len(objs[name+"/big"]) == 1 && len(objs[name+"/small"]) == 1
 	})
-	if objs := byObject(msgs); objs[name+"/big"][0].body == nil {
+	if objs := byObject(msgs); objs[name+"/big"][0].Body == nil {
 		t.Errorf("big's event has no body, want it whole")
 	}
 	waitCheckpoint(t, js, name, configMapsKey(name, name), rvAtLeast(t, small.ResourceVersion))
@@ -325,23 +319,7 @@ func TestUnusableStreamOrBucketExitsTwoNamingTheSetting(t *testing.T) {
 			vars["RELAY_RESOURCES"] = "configmaps"
 			tt.setup(t, vars)
 			// A relay that starts instead of refusing is stopped: the test then fails.
-			ctx, cancel := context.WithTimeout(ctx, time.Minute)
-			defer cancel()
-			cmd := exec.CommandContext(ctx, relayBin)
-			cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
-			for k, v := range vars {
-				cmd.Env = append(cmd.Env, k+"="+v)
-			}
-			out, err := cmd.CombinedOutput()
-			exit, ok := err.(*exec.ExitError)
-			if !ok || exit.ExitCode() != exitConfig {
-				t.Fatalf("exit: got %v, want exit status %d\n%s", err, exitConfig, out)
-			}
-			for _, w := range tt.want {
-				if !strings.Contains(string(out), w) {
-					t.Errorf("output lacks %q:\n%s", w, out)
-				}
-			}
+			requireExit(t, vars, exitConfig, tt.want)
 		})
 	}
 }
@@ -366,9 +344,7 @@ func createBucket(t *testing.T, js jetstream.JetStream, cfg jetstream.KeyValueCo
 
 func TestNameTooLongForAControlLineNeverStopsTheRelay(t *testing.T) {
 	ctx := context.Background()
-	name := testName(t)
-	cs := kubeClient(t)
-	createNamespace(t, cs, name)
+	name, cs := testNamespace(t)
 	vars := relayVars(name)
 	vars["RELAY_RESOURCES"] = "rolebindings.rbac.authorization.k8s.io"
 	vars["RELAY_NAMESPACES"] = name
@@ -403,8 +379,8 @@ func TestNameTooLongForAControlLineNeverStopsTheRelay(t *testing.T) {
 		t.Fatalf("the long-named RoleBinding was neither published nor reported undeliverable")
 	}
 	select {
-	case <-r.done:
-		t.Fatalf("relay exited: %v", r.err)
+	case <-r.Done():
+		t.Fatalf("relay exited: %v", r.Err())
 	default:
 	}
 	r.stop(t)

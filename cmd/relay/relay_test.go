@@ -34,38 +34,36 @@ func rvInt(t *testing.T, rv string) uint64 {
 // the headers, and managedFields are gone.
 func checkMessage(t *testing.T, m received, prefix string) {
 	t.Helper()
-	wantSubject := m.meta.Subject(prefix).String()
-	if m.subject != wantSubject {
-		t.Errorf("message %d: subject %q, want %q", m.seq, m.subject, wantSubject)
+	wantSubject := m.Meta.Subject(prefix).String()
+	if m.Subject != wantSubject {
+		t.Errorf("message %d: subject %q, want %q", m.Seq, m.Subject, wantSubject)
 	}
-	if got, want := m.header.Get(event.HeaderMsgID), m.meta.ID(); got != want {
-		t.Errorf("message %d: Nats-Msg-Id %q, want %q", m.seq, got, want)
+	if got, want := m.Header.Get(event.HeaderMsgID), m.Meta.ID(); got != want {
+		t.Errorf("message %d: Nats-Msg-Id %q, want %q", m.Seq, got, want)
 	}
-	if m.header.Get(event.HeaderContentType) != event.ContentTypeJSON {
-		t.Errorf("message %d: Content-Type %q", m.seq, m.header.Get(event.HeaderContentType))
+	if m.Header.Get(event.HeaderContentType) != event.ContentTypeJSON {
+		t.Errorf("message %d: Content-Type %q", m.Seq, m.Header.Get(event.HeaderContentType))
 	}
-	md, _ := m.body["metadata"].(map[string]any)
+	md, _ := m.Body["metadata"].(map[string]any)
 	if md == nil {
-		t.Fatalf("message %d: body has no metadata: %v", m.seq, m.body)
+		t.Fatalf("message %d: body has no metadata: %v", m.Seq, m.Body)
 	}
 	if _, ok := md["managedFields"]; ok {
-		t.Errorf("message %d: body still has metadata.managedFields", m.seq)
+		t.Errorf("message %d: body still has metadata.managedFields", m.Seq)
 	}
-	for field, want := range map[string]string{"name": m.meta.Name, "uid": m.meta.UID, "resourceVersion": m.meta.ResourceVersion} {
+	for field, want := range map[string]string{"name": m.Meta.Name, "uid": m.Meta.UID, "resourceVersion": m.Meta.ResourceVersion} {
 		if got, _ := md[field].(string); got != want {
-			t.Errorf("message %d: body metadata.%s %q, want %q (headers)", m.seq, field, got, want)
+			t.Errorf("message %d: body metadata.%s %q, want %q (headers)", m.Seq, field, got, want)
 		}
 	}
-	if got, _ := m.body["kind"].(string); got != m.meta.Kind {
-		t.Errorf("message %d: body kind %q, want %q", m.seq, got, m.meta.Kind)
+	if got, _ := m.Body["kind"].(string); got != m.Meta.Kind {
+		t.Errorf("message %d: body kind %q, want %q", m.Seq, got, m.Meta.Kind)
 	}
 }
 
 func TestInitialSyncPublishesEveryObjectOnce(t *testing.T) {
 	ctx := context.Background()
-	name := testName(t)
-	cs := kubeClient(t)
-	createNamespace(t, cs, name)
+	name, cs := testNamespace(t)
 	const n = 200
 	uids := make(map[string]string, n)
 	var mu sync.Mutex
@@ -112,24 +110,24 @@ func TestInitialSyncPublishesEveryObjectOnce(t *testing.T) {
 	seen := make(map[string]bool)
 	for _, m := range msgs {
 		checkMessage(t, m, "kube")
-		if m.meta.Type != event.Added || m.meta.Origin != event.InitialSync {
-			t.Errorf("%s: type %s origin %s, want added initial-sync", m.meta.Name, m.meta.Type, m.meta.Origin)
+		if m.Meta.Type != event.Added || m.Meta.Origin != event.InitialSync {
+			t.Errorf("%s: type %s origin %s, want added initial-sync", m.Meta.Name, m.Meta.Type, m.Meta.Origin)
 		}
-		if m.meta.Cluster != name || m.meta.Namespace != name || m.meta.Group != "" || m.meta.Version != "v1" ||
-			m.meta.Resource != "configmaps" || m.meta.Kind != "ConfigMap" {
-			t.Errorf("%s: meta %+v", m.meta.Name, m.meta)
+		if m.Meta.Cluster != name || m.Meta.Namespace != name || m.Meta.Group != "" || m.Meta.Version != "v1" ||
+			m.Meta.Resource != "configmaps" || m.Meta.Kind != "ConfigMap" {
+			t.Errorf("%s: meta %+v", m.Meta.Name, m.Meta)
 		}
-		if uids[m.meta.Name] != m.meta.UID {
-			t.Errorf("%s: uid %s, want %s", m.meta.Name, m.meta.UID, uids[m.meta.Name])
+		if uids[m.Meta.Name] != m.Meta.UID {
+			t.Errorf("%s: uid %s, want %s", m.Meta.Name, m.Meta.UID, uids[m.Meta.Name])
 		}
-		data, _ := m.body["data"].(map[string]any)
-		if want := strings.TrimLeft(strings.TrimPrefix(m.meta.Name, "cm-"), "0"); data["i"] != want && !(want == "" && data["i"] == "0") {
-			t.Errorf("%s: body data %v", m.meta.Name, data)
+		data, _ := m.Body["data"].(map[string]any)
+		if want := strings.TrimLeft(strings.TrimPrefix(m.Meta.Name, "cm-"), "0"); data["i"] != want && !(want == "" && data["i"] == "0") {
+			t.Errorf("%s: body data %v", m.Meta.Name, data)
 		}
-		if seen[m.meta.Name] {
-			t.Errorf("%s published twice", m.meta.Name)
+		if seen[m.Meta.Name] {
+			t.Errorf("%s published twice", m.Meta.Name)
 		}
-		seen[m.meta.Name] = true
+		seen[m.Meta.Name] = true
 	}
 	if len(seen) != n {
 		t.Errorf("distinct objects: got %d, want %d", len(seen), n)
@@ -286,28 +284,28 @@ func TestLiveChangesOfCoreCRDAndClusterScopedResources(t *testing.T) {
 		}
 		for i, m := range got {
 			checkMessage(t, m, "kube")
-			if m.meta.Kind != e.kind || m.meta.Group != e.group || m.meta.Resource != e.resource || m.meta.Namespace != e.ns {
-				t.Errorf("%s #%d: meta %+v, want kind %s group %q resource %s namespace %q", key, i, m.meta, e.kind, e.group, e.resource, e.ns)
+			if m.Meta.Kind != e.kind || m.Meta.Group != e.group || m.Meta.Resource != e.resource || m.Meta.Namespace != e.ns {
+				t.Errorf("%s #%d: meta %+v, want kind %s group %q resource %s namespace %q", key, i, m.Meta, e.kind, e.group, e.resource, e.ns)
 			}
-			if m.meta.Origin != event.Live {
-				t.Errorf("%s #%d: origin %s, want live", key, i, m.meta.Origin)
+			if m.Meta.Origin != event.Live {
+				t.Errorf("%s #%d: origin %s, want live", key, i, m.Meta.Origin)
 			}
-			if i < 3 && m.meta.ResourceVersion != want[key][i] {
-				t.Errorf("%s #%d: rv %s, want %s", key, i, m.meta.ResourceVersion, want[key][i])
+			if i < 3 && m.Meta.ResourceVersion != want[key][i] {
+				t.Errorf("%s #%d: rv %s, want %s", key, i, m.Meta.ResourceVersion, want[key][i])
 			}
-			if i > 0 && rvInt(t, m.meta.ResourceVersion) <= rvInt(t, got[i-1].meta.ResourceVersion) {
-				t.Errorf("%s #%d: rv %s not after %s", key, i, m.meta.ResourceVersion, got[i-1].meta.ResourceVersion)
+			if i > 0 && rvInt(t, m.Meta.ResourceVersion) <= rvInt(t, got[i-1].Meta.ResourceVersion) {
+				t.Errorf("%s #%d: rv %s not after %s", key, i, m.Meta.ResourceVersion, got[i-1].Meta.ResourceVersion)
 			}
 		}
 	}
 	// The subjects spell the cluster-scoped namespace and the dotted names as documented.
-	if s := objects[crName][0].subject; s != fmt.Sprintf("kube.%s.rbac~2Eauthorization~2Ek8s~2Eio.v1.clusterroles._.%s.added", name, crName) {
+	if s := objects[crName][0].Subject; s != fmt.Sprintf("kube.%s.rbac~2Eauthorization~2Ek8s~2Eio.v1.clusterroles._.%s.added", name, crName) {
 		t.Errorf("cluster-scoped subject: %s", s)
 	}
-	if s := objects[name+"/gear.v2"][3].subject; s != fmt.Sprintf("kube.%s.example~2Ecom.v1.widgets.%s.gear~2Ev2.deleted", name, name) {
+	if s := objects[name+"/gear.v2"][3].Subject; s != fmt.Sprintf("kube.%s.example~2Ecom.v1.widgets.%s.gear~2Ev2.deleted", name, name) {
 		t.Errorf("CRD subject: %s", s)
 	}
-	if spec, _ := objects[name+"/gear.v2"][2].body["spec"].(map[string]any); spec["size"] != float64(2) {
+	if spec, _ := objects[name+"/gear.v2"][2].Body["spec"].(map[string]any); spec["size"] != float64(2) {
 		t.Errorf("widget body after second update: spec %v, want size 2", spec)
 	}
 }

@@ -19,9 +19,7 @@ import (
 // are gone).
 func TestRelistWhileRunningGivesChangesNoPreviousState(t *testing.T) {
 	ctx := context.Background()
-	name := testName(t)
-	cs := kubeClient(t)
-	createNamespace(t, cs, name)
+	name, cs := testNamespace(t)
 	proxy := startPartitionProxy(t, strings.TrimPrefix(env.Kube.ServerURL(), "https://"))
 	vars := relayVars(name)
 	vars["KUBECONFIG"] = kubeconfigVia(t, "https://"+proxy.addr())
@@ -52,7 +50,7 @@ resources:
 	createConfigMap(t, cs, name, "settings", nil, map[string]string{"v": "1"})
 	set("2")
 	msgs := waitFor(t, js, stream, "the live change", func(m []received) bool { return countOf(m, name, "settings", event.Modified) == 1 })
-	if got := field(lastOf(t, msgs, name, "settings").body, "oldObject", "data", "v"); got != "1" {
+	if got := field(lastOf(t, msgs, name, "settings").Body, "oldObject", "data", "v"); got != "1" {
 		t.Fatalf("live change: got oldObject data.v %v, want 1", got)
 	}
 
@@ -65,15 +63,15 @@ resources:
 	proxy.heal()
 	msgs = waitFor(t, js, stream, "the relisted change", func(m []received) bool { return countOf(m, name, "settings", event.Modified) == 2 })
 	select {
-	case <-r.done: // the relay started once: an event of origin relist from it is an in-process relist
-		t.Fatalf("relay exited: %v, want it to relist while running", r.err)
+	case <-r.Done(): // the relay started once: an event of origin relist from it is an in-process relist
+		t.Fatalf("relay exited: %v, want it to relist while running", r.Err())
 	default:
 	}
 	relisted := lastOf(t, msgs, name, "settings")
-	if relisted.meta.Origin != event.Relist || field(relisted.body, "object", "data", "v") != "4" {
-		t.Fatalf("got %s with data.v %v, want the relist's change to 4", relisted.subject, field(relisted.body, "object", "data", "v"))
+	if relisted.Meta.Origin != event.Relist || field(relisted.Body, "object", "data", "v") != "4" {
+		t.Fatalf("got %s with data.v %v, want the relist's change to 4", relisted.Subject, field(relisted.Body, "object", "data", "v"))
 	}
-	if old, ok := relisted.body["oldObject"]; !ok || old != nil {
+	if old, ok := relisted.Body["oldObject"]; !ok || old != nil {
 		t.Errorf("relisted change: got oldObject %v, want null", old)
 	}
 	r.stop(t)

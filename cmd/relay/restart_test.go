@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -21,10 +19,7 @@ import (
 
 func TestRestartPublishesExactlyTheChangesMadeWhileStopped(t *testing.T) {
 	ctx := context.Background()
-	name := testName(t)
-	cs := kubeClient(t)
-	createNamespace(t, cs, name)
-	cms := cs.CoreV1().ConfigMaps(name)
+	name, cms := testConfigMaps(t)
 	for i := range 5 {
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%d", i)}, Data: map[string]string{"v": "0"}}
 		if _, err := cms.Create(ctx, cm, metav1.CreateOptions{}); err != nil {
@@ -57,7 +52,7 @@ func TestRestartPublishesExactlyTheChangesMadeWhileStopped(t *testing.T) {
 	r.stop(t)
 
 	// Graceful shutdown leaves the checkpoint at the last published resourceVersion.
-	last := msgs[len(msgs)-1].meta.ResourceVersion
+	last := msgs[len(msgs)-1].Meta.ResourceVersion
 	if got := checkpointRV(ctx, t, js, name, key); got != last {
 		t.Fatalf("checkpoint after shutdown: got %s, want the last published resourceVersion %s", got, last)
 	}
@@ -96,10 +91,10 @@ func TestRestartPublishesExactlyTheChangesMadeWhileStopped(t *testing.T) {
 	got := make([]string, len(after))
 	for i, m := range after {
 		checkMessage(t, m, "kube")
-		if m.meta.Origin != event.Live {
-			t.Errorf("after restart: %s %s origin %s, want live", m.meta.Type, m.meta.Name, m.meta.Origin)
+		if m.Meta.Origin != event.Live {
+			t.Errorf("after restart: %s %s origin %s, want live", m.Meta.Type, m.Meta.Name, m.Meta.Origin)
 		}
-		got[i] = fmt.Sprintf("%s %s", m.meta.Type, m.meta.Name)
+		got[i] = fmt.Sprintf("%s %s", m.Meta.Type, m.Meta.Name)
 	}
 	// Events of different objects may interleave; each object's are in order.
 	perObject := byObject(after)
@@ -114,12 +109,12 @@ func TestRestartPublishesExactlyTheChangesMadeWhileStopped(t *testing.T) {
 			t.Errorf("%s after restart: got %s, want %s", key, types(perObject[key]), want)
 		}
 	}
-	if c2 := perObject[name+"/cm-2"]; len(c2) == 2 && (c2[0].meta.UID != string(old2.UID) || c2[1].meta.UID != string(new2.UID)) {
-		t.Errorf("re-created cm-2: uids %s then %s, want %s then %s", c2[0].meta.UID, c2[1].meta.UID, old2.UID, new2.UID)
+	if c2 := perObject[name+"/cm-2"]; len(c2) == 2 && (c2[0].Meta.UID != string(old2.UID) || c2[1].Meta.UID != string(new2.UID)) {
+		t.Errorf("re-created cm-2: uids %s then %s, want %s then %s", c2[0].Meta.UID, c2[1].Meta.UID, old2.UID, new2.UID)
 	}
 	ids := make(map[string]int)
 	for _, m := range all {
-		ids[m.meta.ID()]++
+		ids[m.Meta.ID()]++
 	}
 	for id, n := range ids {
 		if n > 1 {
@@ -181,21 +176,7 @@ func TestInvalidConfigurationExitsWithCode2(t *testing.T) {
 			for _, k := range tt.unset {
 				delete(vars, k)
 			}
-			cmd := exec.Command(relayBin)
-			cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
-			for k, v := range vars {
-				cmd.Env = append(cmd.Env, k+"="+v)
-			}
-			out, err := cmd.CombinedOutput()
-			exit, ok := err.(*exec.ExitError)
-			if !ok || exit.ExitCode() != 2 {
-				t.Fatalf("exit: got %v, want exit status 2\n%s", err, out)
-			}
-			for _, w := range tt.want {
-				if !strings.Contains(string(out), w) {
-					t.Errorf("output lacks %q:\n%s", w, out)
-				}
-			}
+			requireExit(t, vars, 2, tt.want)
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			if _, err := js.Stream(ctx, vars["RELAY_STREAM"]); err != jetstream.ErrStreamNotFound {

@@ -44,7 +44,7 @@ func labelNamespace(t *testing.T, cs kubernetes.Interface, ns string, labels map
 func keysOf(msgs []received) []string {
 	out := make([]string, len(msgs))
 	for i, m := range msgs {
-		out[i] = m.meta.Namespace + "/" + m.meta.Name + ":" + string(m.meta.Type)
+		out[i] = m.Meta.Namespace + "/" + m.Meta.Name + ":" + string(m.Meta.Type)
 	}
 	return out
 }
@@ -85,8 +85,8 @@ func TestNamespaceSelectionExcludesAndFollowsLabels(t *testing.T) {
 	createConfigMap(t, cs, selected, "marker-1", nil, nil)
 	msgs := waitFor(t, js, stream, "marker-1", func(m []received) bool { return hasKey(m, selected, "marker-1", event.Added) })
 	for _, m := range msgs {
-		if m.meta.Namespace == excluded || m.meta.Namespace == later {
-			t.Fatalf("got an event of an unselected namespace: %s", m.subject)
+		if m.Meta.Namespace == excluded || m.Meta.Namespace == later {
+			t.Fatalf("got an event of an unselected namespace: %s", m.Subject)
 		}
 	}
 
@@ -114,12 +114,12 @@ func TestNamespaceSelectionExcludesAndFollowsLabels(t *testing.T) {
 	})
 	for _, m := range msgs {
 		switch {
-		case m.meta.Namespace == excluded:
-			t.Errorf("got an event of the excluded namespace: %s", m.subject)
-		case m.meta.Namespace == later && m.meta.Name == "after-unlabel":
-			t.Errorf("got an event of an object created after its namespace was unselected: %s", m.subject)
-		case m.meta.Namespace == later && m.meta.Name == "before-label" && m.meta.Type == event.Added && m.meta.Origin != event.Relist:
-			t.Errorf("got %s with origin %s, want %s (caught up from a list)", m.subject, m.meta.Origin, event.Relist)
+		case m.Meta.Namespace == excluded:
+			t.Errorf("got an event of the excluded namespace: %s", m.Subject)
+		case m.Meta.Namespace == later && m.Meta.Name == "after-unlabel":
+			t.Errorf("got an event of an object created after its namespace was unselected: %s", m.Subject)
+		case m.Meta.Namespace == later && m.Meta.Name == "before-label" && m.Meta.Type == event.Added && m.Meta.Origin != event.Relist:
+			t.Errorf("got %s with origin %s, want %s (caught up from a list)", m.Subject, m.Meta.Origin, event.Relist)
 		}
 	}
 	r.stop(t)
@@ -129,10 +129,10 @@ func TestNamespaceSelectionExcludesAndFollowsLabels(t *testing.T) {
 func waitOutputCount(t *testing.T, r *relayProc, want string, n int) {
 	t.Helper()
 	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
-		return strings.Count(r.out.String(), want) >= n, nil
+		return strings.Count(r.Output(), want) >= n, nil
 	})
 	if err != nil {
-		t.Fatalf("relay output never showed %q %d times:\n%s", want, n, r.out.String())
+		t.Fatalf("relay output never showed %q %d times:\n%s", want, n, r.Output())
 	}
 }
 
@@ -164,8 +164,8 @@ resources:
 	createConfigMap(t, cs, listed, "marker", nil, nil)
 	msgs := waitFor(t, js, vars["RELAY_STREAM"], "marker", func(m []received) bool { return hasKey(m, listed, "marker", event.Added) })
 	for _, m := range msgs {
-		if m.meta.Namespace == other {
-			t.Errorf("got an event of a namespace outside the list: %s", m.subject)
+		if m.Meta.Namespace == other {
+			t.Errorf("got an event of a namespace outside the list: %s", m.Subject)
 		}
 	}
 	r.stop(t)

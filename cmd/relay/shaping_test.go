@@ -19,7 +19,7 @@ import (
 func lastOf(t *testing.T, msgs []received, ns, name string) received {
 	t.Helper()
 	for i := len(msgs) - 1; i >= 0; i-- {
-		if msgs[i].meta.Namespace == ns && msgs[i].meta.Name == name {
+		if msgs[i].Meta.Namespace == ns && msgs[i].Meta.Name == name {
 			return msgs[i]
 		}
 	}
@@ -31,7 +31,7 @@ func lastOf(t *testing.T, msgs []received, ns, name string) received {
 func countOf(msgs []received, ns, name string, typ event.Type) int {
 	n := 0
 	for _, m := range msgs {
-		if m.meta.Namespace == ns && m.meta.Name == name && m.meta.Type == typ {
+		if m.Meta.Namespace == ns && m.Meta.Name == name && m.Meta.Type == typ {
 			n++
 		}
 	}
@@ -69,9 +69,7 @@ resources:
 
 func TestShapingQuietUpdatesAndTransitions(t *testing.T) {
 	ctx := context.Background()
-	name := testName(t)
-	cs := kubeClient(t)
-	createNamespace(t, cs, name)
+	name, cs := testNamespace(t)
 	createDefaultServiceAccount(t, cs, name)
 	vars := relayVars(name)
 	vars["RELAY_RULES_FILE"] = writeRules(t, fmt.Sprintf(shapingRules, name))
@@ -115,40 +113,40 @@ func TestShapingQuietUpdatesAndTransitions(t *testing.T) {
 	})
 
 	secret := lastOf(t, msgs, name, "creds")
-	if got := field(secret.body, "data", "password"); got != "" {
+	if got := field(secret.Body, "data", "password"); got != "" {
 		t.Errorf("secret value published: data.password = %v, want \"\"", got)
 	}
-	if got := field(secret.body, "metadata", "annotations", "kubectl.kubernetes.io/last-applied-configuration"); got != nil {
+	if got := field(secret.Body, "metadata", "annotations", "kubectl.kubernetes.io/last-applied-configuration"); got != nil {
 		t.Errorf("secret's last-applied annotation published: %v", got)
 	}
-	if got := secret.header.Get(event.HeaderRedacted); !strings.Contains(got, "data") {
+	if got := secret.Header.Get(event.HeaderRedacted); !strings.Contains(got, "data") {
 		t.Errorf("got %s %q, want it to name data", event.HeaderRedacted, got)
 	}
 
 	settings := lastOf(t, msgs, name, "settings")
-	if got := settings.header.Get(event.HeaderPayload); got != event.PayloadObjectAndPatch {
+	if got := settings.Header.Get(event.HeaderPayload); got != event.PayloadObjectAndPatch {
 		t.Errorf("got payload %q, want %q", got, event.PayloadObjectAndPatch)
 	}
-	if got := field(settings.body, "object", "data"); fmt.Sprint(got) != "map[keep:2]" {
+	if got := field(settings.Body, "object", "data"); fmt.Sprint(got) != "map[keep:2]" {
 		t.Errorf("got projected data %v, want only keep=2", got)
 	}
-	if got := field(settings.body, "object", "metadata", "name"); got != "settings" {
+	if got := field(settings.Body, "object", "metadata", "name"); got != "settings" {
 		t.Errorf("projection dropped the identity: metadata.name = %v", got)
 	}
-	if got := field(settings.body, "patch", "data"); fmt.Sprint(got) != "map[keep:2]" {
+	if got := field(settings.Body, "patch", "data"); fmt.Sprint(got) != "map[keep:2]" {
 		t.Errorf("got patch data %v, want keep=2", got)
 	}
 
 	leader := lastOf(t, msgs, name, "leader")
-	if got := field(leader.body, "oldObject", "spec", "holderIdentity"); got != "a" {
+	if got := field(leader.Body, "oldObject", "spec", "holderIdentity"); got != "a" {
 		t.Errorf("got oldObject holder %v, want a", got)
 	}
-	if got := field(leader.body, "object", "spec", "holderIdentity"); got != "b" {
+	if got := field(leader.Body, "object", "spec", "holderIdentity"); got != "b" {
 		t.Errorf("got object holder %v, want b", got)
 	}
 
 	worker := lastOf(t, msgs, name, "worker")
-	if got := field(worker.body, "status", "phase"); got != string(corev1.PodRunning) {
+	if got := field(worker.Body, "status", "phase"); got != string(corev1.PodRunning) {
 		t.Errorf("got published phase %v, want Running (the condition-only change must not be published)", got)
 	}
 	// What the rules kept out is counted, by reason.
@@ -176,8 +174,8 @@ func TestShapingQuietUpdatesAndTransitions(t *testing.T) {
 	renew(t, cs, lease, "c")
 	setPodStatus(t, cs, pod, corev1.PodSucceeded, "Done")
 	msgs = waitFor(t, js, stream, "changes after the restart", func(m []received) bool {
-		return field(lastOf(t, m, name, "leader").body, "object", "spec", "holderIdentity") == "c" &&
-			field(lastOf(t, m, name, "worker").body, "status", "phase") == string(corev1.PodSucceeded) &&
+		return field(lastOf(t, m, name, "leader").Body, "object", "spec", "holderIdentity") == "c" &&
+			field(lastOf(t, m, name, "worker").Body, "status", "phase") == string(corev1.PodSucceeded) &&
 			countOf(m, name, "mover", event.Modified) >= 1
 	})
 	if n := countOf(msgs, name, "leader", event.Modified); n != 2 {
@@ -186,7 +184,7 @@ func TestShapingQuietUpdatesAndTransitions(t *testing.T) {
 	if n := countOf(msgs, name, "worker", event.Modified); n != 2 {
 		t.Errorf("got %d pod modifications, want 2 (phase changes only):\n%s", n, describe(msgs))
 	}
-	if got := field(lastOf(t, msgs, name, "mover").body, "status", "phase"); got != string(corev1.PodRunning) {
+	if got := field(lastOf(t, msgs, name, "mover").Body, "status", "phase"); got != string(corev1.PodRunning) {
 		t.Errorf("got phase %v for the pod that started while the relay was stopped, want Running", got)
 	}
 	r.stop(t)
@@ -194,9 +192,7 @@ func TestShapingQuietUpdatesAndTransitions(t *testing.T) {
 
 func TestSecretValuesPublishedOnlyOnOptIn(t *testing.T) {
 	ctx := context.Background()
-	name := testName(t)
-	cs := kubeClient(t)
-	createNamespace(t, cs, name)
+	name, cs := testNamespace(t)
 	vars := relayVars(name)
 	vars["RELAY_RULES_FILE"] = writeRules(t, fmt.Sprintf(`
 resources:
@@ -213,10 +209,10 @@ resources:
 	}
 	msgs := waitFor(t, js, vars["RELAY_STREAM"], "the secret", func(m []received) bool { return countOf(m, name, "opt-in", event.Added) == 1 })
 	s := lastOf(t, msgs, name, "opt-in")
-	if got := field(s.body, "data", "k"); got != "dg==" { // base64 of "v"
+	if got := field(s.Body, "data", "k"); got != "dg==" { // base64 of "v"
 		t.Errorf("got data.k %v, want the value (opted in)", got)
 	}
-	if got := s.header.Get(event.HeaderRedacted); got != "" {
+	if got := s.Header.Get(event.HeaderRedacted); got != "" {
 		t.Errorf("got %s %q, want none", event.HeaderRedacted, got)
 	}
 	r.stop(t)
@@ -301,9 +297,7 @@ func setPodStatus(t *testing.T, cs kubernetes.Interface, p *corev1.Pod, phase co
 // annotation, keep every other field, and say its kind and apiVersion.
 func TestDefaultBodiesAsRead(t *testing.T) {
 	ctx := context.Background()
-	name := testName(t)
-	cs := kubeClient(t)
-	createNamespace(t, cs, name)
+	name, cs := testNamespace(t)
 	create := func(obj string) *corev1.ConfigMap {
 		t.Helper()
 		cm, err := cs.CoreV1().ConfigMaps(name).Create(ctx, &corev1.ConfigMap{
@@ -334,20 +328,20 @@ func TestDefaultBodiesAsRead(t *testing.T) {
 	for _, cm := range []*corev1.ConfigMap{listed, watched} {
 		m := lastOf(t, msgs, name, cm.Name)
 		checkMessage(t, m, "kube")
-		if got := field(m.body, "apiVersion"); got != "v1" {
+		if got := field(m.Body, "apiVersion"); got != "v1" {
 			t.Errorf("%s: apiVersion %v, want v1", cm.Name, got)
 		}
 		want := map[string]any{"team": "a<b>&c"}
-		if got := field(m.body, "metadata", "annotations"); fmt.Sprint(got) != fmt.Sprint(want) {
+		if got := field(m.Body, "metadata", "annotations"); fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("%s: annotations %v, want %v (last-applied removed, the rest kept)", cm.Name, got, want)
 		}
-		if got, want := fmt.Sprint(field(m.body, "data")), fmt.Sprint(map[string]any{"k": cm.Data["k"], "empty": ""}); got != want {
+		if got, want := fmt.Sprint(field(m.Body, "data")), fmt.Sprint(map[string]any{"k": cm.Data["k"], "empty": ""}); got != want {
 			t.Errorf("%s: data %s, want %s", cm.Name, got, want)
 		}
-		if got := field(m.body, "metadata", "labels", "app"); got != "as-read" {
+		if got := field(m.Body, "metadata", "labels", "app"); got != "as-read" {
 			t.Errorf("%s: labels.app %v, want as-read", cm.Name, got)
 		}
-		if got := field(m.body, "metadata", "creationTimestamp"); got != cm.CreationTimestamp.UTC().Format(time.RFC3339) {
+		if got := field(m.Body, "metadata", "creationTimestamp"); got != cm.CreationTimestamp.UTC().Format(time.RFC3339) {
 			t.Errorf("%s: creationTimestamp %v, want %s", cm.Name, got, cm.CreationTimestamp.UTC().Format(time.RFC3339))
 		}
 	}

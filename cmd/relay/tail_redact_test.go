@@ -2,10 +2,7 @@ package main
 
 import (
 	"crypto/rand"
-	"errors"
 	"net/url"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 
@@ -58,19 +55,7 @@ func TestTailPrintsNoCredentials(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cmd := exec.Command(relayBin, append([]string{"tail"}, tt.args...)...)
-			cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
-			for k, v := range tt.env {
-				cmd.Env = append(cmd.Env, k+"="+v)
-			}
-			out, err := cmd.CombinedOutput()
-			code := exitOK
-			var exit *exec.ExitError
-			if errors.As(err, &exit) {
-				code = exit.ExitCode()
-			} else if err != nil {
-				t.Fatal(err)
-			}
+			code, out := relaytest.Run(t, relayBin, tt.env, append([]string{"tail"}, tt.args...)...)
 			if code != tt.code {
 				t.Errorf("exit: got %d, want %d\n%s", code, tt.code, out)
 			}

@@ -1,14 +1,11 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"io"
-	"os"
-	"os/exec"
 	"regexp"
 	"strings"
 	"syscall"
@@ -23,6 +20,8 @@ import (
 
 	"github.com/kube-nats-relay/kube-nats-relay/consumer"
 	"github.com/kube-nats-relay/kube-nats-relay/event"
+	"github.com/kube-nats-relay/kube-nats-relay/internal/child"
+	"github.com/kube-nats-relay/kube-nats-relay/internal/child/childtest"
 	"github.com/kube-nats-relay/kube-nats-relay/relay"
 )
 
@@ -213,69 +212,32 @@ func TestTailJSONRecord(t *testing.T) {
 
 // tailProc is a `relay tail` process; its stdout lines arrive on lines.
 type tailProc struct {
-	cmd    *exec.Cmd
-	lines  chan string
-	stderr *syncBuffer
-	done   chan struct{}
-	err    error
+	*child.Process
+	lines chan string
 }
 
 // startTail runs `relay tail args...` with vars added to a bare environment.
 func startTail(t *testing.T, vars map[string]string, args ...string) *tailProc {
 	t.Helper()
-	cmd := exec.Command(relayBin, append([]string{"tail"}, args...)...)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
-	for k, v := range vars {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &tailProc{cmd: cmd, lines: make(chan string, 1024), stderr: &syncBuffer{}, done: make(chan struct{})}
-	cmd.Stderr = p.stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start relay tail: %v", err)
-	}
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		sc.Buffer(nil, 4<<20)
-		for sc.Scan() {
-			p.lines <- sc.Text()
-		}
-		close(p.lines)
-		p.err = cmd.Wait() // after the last read, as exec requires
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-p.done:
-		default:
-			_ = cmd.Process.Kill()
-			<-p.done
-		}
-		if t.Failed() {
-			t.Logf("relay tail %s stderr:\n%s", strings.Join(args, " "), p.stderr.String())
-		}
+	p := &tailProc{lines: make(chan string, 1024)}
+	p.Process = childtest.Start(t, child.Spec{
+		Name: "relay tail " + strings.Join(args, " "), Path: relayBin, Args: append([]string{"tail"}, args...), Env: childtest.Env(vars),
+		Stdout: func(line string) { p.lines <- line },
 	})
+	go func() {
+		<-p.Done() // stdout is read to its end
+		close(p.lines)
+	}()
 	return p
 }
 
 // following waits until the tail says it follows the stream: from then on it sees new events.
 func (p *tailProc) following(t *testing.T) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !strings.Contains(p.stderr.String(), "relay tail: following stream") {
-		select {
-		case <-p.done:
-			t.Fatalf("relay tail exited: %v\n%s", p.err, p.stderr.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("relay tail not following after a minute:\n%s", p.stderr.String())
-		}
-		time.Sleep(20 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := p.WaitLine(ctx, "relay tail: following stream"); err != nil {
+		t.Fatalf("relay tail not following: %v\n%s", err, p.Output())
 	}
 }
 
@@ -288,7 +250,7 @@ func (p *tailProc) next(t *testing.T, n int) []string {
 		select {
 		case l, ok := <-p.lines:
 			if !ok {
-				t.Fatalf("relay tail ended after %q, want %d lines: %v", got, n, p.err)
+				t.Fatalf("relay tail ended after %q, want %d lines: %v", got, n, p.Err())
 			}
 			got = append(got, l)
 		case <-timeout:
@@ -302,14 +264,14 @@ func (p *tailProc) next(t *testing.T, n int) []string {
 // that were not read yet.
 func (p *tailProc) interrupt(t *testing.T) []string {
 	t.Helper()
-	_ = p.cmd.Process.Signal(syscall.SIGINT)
+	stopped := make(chan error, 1)
+	go func() { stopped <- p.Signal(syscall.SIGINT, time.Minute) }()
 	var rest []string
 	for l := range p.lines {
 		rest = append(rest, l)
 	}
-	<-p.done
-	if p.err != nil {
-		t.Fatalf("relay tail exit after SIGINT: %v, want 0\n%s", p.err, p.stderr.String())
+	if err := <-stopped; err != nil {
+		t.Fatalf("relay tail exit after SIGINT: %v, want 0", err)
 	}
 	return rest
 }
@@ -318,9 +280,7 @@ func (p *tailProc) interrupt(t *testing.T) []string {
 // nats-server: from now, from the beginning as JSON, since a time and since a duration.
 func TestTailFollowsTheRelay(t *testing.T) {
 	ctx := context.Background()
-	name := testName(t)
-	cs := kubeClient(t)
-	createNamespace(t, cs, name)
+	name, cs := testNamespace(t)
 	vars := relayVars(name)
 	vars["RELAY_RESOURCES"] = "configmaps"
 	vars["RELAY_NAMESPACES"] = name
@@ -354,7 +314,7 @@ func TestTailFollowsTheRelay(t *testing.T) {
 		t.Fatal(err)
 	}
 	msgs := waitFor(t, js, stream, "4 events", func(m []received) bool { return len(m) == 4 })
-	rvs = append(rvs, msgs[3].meta.ResourceVersion)
+	rvs = append(rvs, msgs[3].Meta.ResourceVersion)
 
 	lines := live.next(t, 4)
 	lines = append(lines, live.interrupt(t)...)
@@ -391,11 +351,11 @@ func TestTailFollowsTheRelay(t *testing.T) {
 		if err := json.Unmarshal(rec.Object, &body); err != nil {
 			t.Fatalf("record %d object %q: %v", i, rec.Object, err)
 		}
-		if rec.ID != want.header.Get(event.HeaderMsgID) || rec.Subject != want.subject || rec.Sequence != want.seq ||
-			rec.Type != event.Added || rec.Name != want.meta.Name || body.Metadata.Name != want.meta.Name || rec.Time == nil || rec.Stored == nil {
-			t.Errorf("record %d: got %+v, want the event of %s at sequence %d", i, rec, want.subject, want.seq)
+		if rec.ID != want.Header.Get(event.HeaderMsgID) || rec.Subject != want.Subject || rec.Sequence != want.Seq ||
+			rec.Type != event.Added || rec.Name != want.Meta.Name || body.Metadata.Name != want.Meta.Name || rec.Time == nil || rec.Stored == nil {
+			t.Errorf("record %d: got %+v, want the event of %s at sequence %d", i, rec, want.Subject, want.Seq)
 		}
-		if want.meta.Name == "x.y" && body.Data["a"] != "<1>" {
+		if want.Meta.Name == "x.y" && body.Data["a"] != "<1>" {
 			t.Errorf("record %d: object data %v, want a=<1> unescaped", i, body.Data)
 		}
 	}
@@ -405,7 +365,7 @@ func TestTailFollowsTheRelay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	firstOfXY, err := s.GetMsg(ctx, msgs[1].seq)
+	firstOfXY, err := s.GetMsg(ctx, msgs[1].Seq)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -438,16 +398,7 @@ func TestTailReportsProblems(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cmd := exec.Command(relayBin, append([]string{"tail"}, tt.args...)...)
-			cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
-			out, err := cmd.CombinedOutput()
-			var exit *exec.ExitError
-			if !errors.As(err, &exit) || exit.ExitCode() != tt.code {
-				t.Fatalf("exit: got %v, want code %d\n%s", err, tt.code, out)
-			}
-			if !strings.Contains(string(out), tt.stderr) {
-				t.Errorf("output: got %q, want it to mention %q", out, tt.stderr)
-			}
+			requireExit(t, nil, tt.code, []string{tt.stderr}, append([]string{"tail"}, tt.args...)...)
 		})
 	}
 }
@@ -479,7 +430,7 @@ func TestTailAuthenticatesLikeTheRelay(t *testing.T) {
 				t.Errorf("relay tail: got %q, want the header and the event of ns/auth", got)
 			}
 			for _, secret := range secretsOf(t, auth) {
-				if strings.Contains(tail.stderr.String(), secret) || strings.Contains(strings.Join(got, "\n"), secret) {
+				if strings.Contains(tail.Output(), secret) || strings.Contains(strings.Join(got, "\n"), secret) {
 					t.Errorf("relay tail output contains a secret of %s", m.name)
 				}
 			}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kube-nats-relay/kube-nats-relay/event"
+	"github.com/kube-nats-relay/kube-nats-relay/internal/contract"
 )
 
 // truthWatcher is the ground truth: a watch of its own over one namespace's ConfigMaps,
@@ -26,8 +27,8 @@ type truthWatcher struct {
 	ns string
 
 	mu      sync.Mutex
-	changes []truthChange
-	state   map[string]objectState
+	changes []contract.Change
+	state   map[string]contract.Object
 	relists int
 
 	done chan struct{}
@@ -57,9 +58,9 @@ func (tw *truthWatcher) list(ctx context.Context) (string, error) {
 	}
 	tw.mu.Lock()
 	defer tw.mu.Unlock()
-	tw.state = make(map[string]objectState, len(l.Items))
+	tw.state = make(map[string]contract.Object, len(l.Items))
 	for _, cm := range l.Items {
-		tw.state[cm.Namespace+"/"+cm.Name] = objectState{UID: string(cm.UID), RV: cm.ResourceVersion}
+		tw.state[cm.Namespace+"/"+cm.Name] = contract.Object{UID: string(cm.UID), RV: cm.ResourceVersion}
 	}
 	return l.ResourceVersion, nil
 }
@@ -125,28 +126,28 @@ func (tw *truthWatcher) watch(ctx context.Context, rv *string) error {
 		default: // bookmark
 			continue
 		}
-		c := truthChange{Type: t, Key: cm.Namespace + "/" + cm.Name, UID: string(cm.UID), RV: cm.ResourceVersion}
+		c := contract.Change{Type: t, Key: cm.Namespace + "/" + cm.Name, UID: string(cm.UID), RV: cm.ResourceVersion}
 		tw.mu.Lock()
 		tw.changes = append(tw.changes, c)
 		if t == event.Deleted {
 			delete(tw.state, c.Key)
 		} else {
-			tw.state[c.Key] = objectState{UID: c.UID, RV: c.RV}
+			tw.state[c.Key] = contract.Object{UID: c.UID, RV: c.RV}
 		}
 		tw.mu.Unlock()
 	}
 }
 
 // snapshot returns the changes seen so far and how many times history was lost.
-func (tw *truthWatcher) snapshot() ([]truthChange, int) {
+func (tw *truthWatcher) snapshot() ([]contract.Change, int) {
 	tw.mu.Lock()
 	defer tw.mu.Unlock()
-	return append([]truthChange(nil), tw.changes...), tw.relists
+	return append([]contract.Change(nil), tw.changes...), tw.relists
 }
 
 // waitCaughtUp waits until the watcher's view equals final: it has then seen every change,
 // since the writes have stopped and a watch delivers in order.
-func (tw *truthWatcher) waitCaughtUp(t *testing.T, final map[string]objectState) {
+func (tw *truthWatcher) waitCaughtUp(t *testing.T, final map[string]contract.Object) {
 	t.Helper()
 	var diff string
 	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
@@ -161,7 +162,7 @@ func (tw *truthWatcher) waitCaughtUp(t *testing.T, final map[string]objectState)
 }
 
 // stateDiff describes how got differs from want, "" when equal.
-func stateDiff(got, want map[string]objectState) string {
+func stateDiff(got, want map[string]contract.Object) string {
 	var d []string
 	for _, k := range sortedKeys(want) {
 		if g, ok := got[k]; !ok || g != want[k] {

@@ -29,12 +29,12 @@ func TestSecondRelayWithoutLeaderElectionExitsNonZeroLosingNothing(t *testing.T)
 		// The load goes on: both relays publish and checkpoint, and the first conflicting
 		// write stops whichever wrote second.
 		select {
-		case <-first.done:
+		case <-first.Done():
 			gone, survivor = first, second
-		case <-second.done:
+		case <-second.Done():
 			gone, survivor = second, first
 		case <-time.After(time.Minute):
-			t.Fatalf("no relay stopped within a minute of the second one starting:\nfirst:\n%s\nsecond:\n%s", first.out.String(), second.out.String())
+			t.Fatalf("no relay stopped within a minute of the second one starting:\nfirst:\n%s\nsecond:\n%s", first.Output(), second.Output())
 		}
 	})
 	if err != nil {
@@ -43,10 +43,10 @@ func TestSecondRelayWithoutLeaderElectionExitsNonZeroLosingNothing(t *testing.T)
 	if n != 1 {
 		t.Fatalf("started %d second relays, want 1", n)
 	}
-	if code := gone.cmd.ProcessState.ExitCode(); code != exitFailed {
-		t.Errorf("exit code of the relay that met the other writer: got %d, want %d\n%s", code, exitFailed, gone.out.String())
+	if code := gone.State().ExitCode(); code != exitFailed {
+		t.Errorf("exit code of the relay that met the other writer: got %d, want %d\n%s", code, exitFailed, gone.Output())
 	}
-	out := gone.out.String()
+	out := gone.Output()
 	// The conflict names the checkpoint (the busy ConfigMaps' one, or the quiet Secrets' at a
 	// bookmark) and the other writer.
 	for _, want := range []string{`"level":"error"`, "another relay runs on the same buckets", `save checkpoint \"` + f.name + ".core.", "(writer "} {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -22,18 +23,15 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kube-nats-relay/kube-nats-relay/consumer"
+	"github.com/kube-nats-relay/kube-nats-relay/internal/child"
+	"github.com/kube-nats-relay/kube-nats-relay/internal/child/childtest"
 	"github.com/kube-nats-relay/kube-nats-relay/internal/relaytest"
 	"github.com/kube-nats-relay/kube-nats-relay/internal/testenv"
 )
 
-var (
-	env      *testenv.Env
-	relayBin string
-)
+var bed relaytest.Bed
 
-func TestMain(m *testing.M) {
-	relaytest.Main(m, testenv.Options{Kube: true, NATS: true}, &env, &relayBin)
-}
+func TestMain(m *testing.M) { bed.Main(m, testenv.Options{Kube: true, NATS: true}) }
 
 const (
 	// objects is how many ConfigMaps the test creates, updates and deletes: three events each.
@@ -46,44 +44,16 @@ const (
 	waitTimeout = 2 * time.Minute
 )
 
-// exampleProc is one run of the example service.
-type exampleProc struct {
-	cmd  *exec.Cmd
-	out  bytes.Buffer // written by the process until done is closed
-	done chan struct{}
-	err  error
+// startExample runs the example service until the test ends.
+func startExample(t *testing.T, bin string, args ...string) *child.Process {
+	t.Helper()
+	return childtest.Start(t, child.Spec{Name: "example", Path: bin, Args: args})
 }
 
-func startExample(t *testing.T, bin string, args ...string) *exampleProc {
+// stopExample sends sig to the example and waits for the exit.
+func stopExample(t *testing.T, p *child.Process, sig syscall.Signal) {
 	t.Helper()
-	p := &exampleProc{cmd: exec.Command(bin, args...), done: make(chan struct{})}
-	p.cmd.Stdout, p.cmd.Stderr = &p.out, &p.out
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatalf("start example: %v", err)
-	}
-	go func() { p.err = p.cmd.Wait(); close(p.done) }()
-	t.Cleanup(func() {
-		select {
-		case <-p.done:
-		default:
-			_ = p.cmd.Process.Kill()
-			<-p.done
-		}
-		if t.Failed() {
-			t.Logf("example output:\n%s", p.out.String())
-		}
-	})
-	return p
-}
-
-// signal sends sig and waits for the exit.
-func (p *exampleProc) signal(t *testing.T, sig syscall.Signal) {
-	t.Helper()
-	_ = p.cmd.Process.Signal(sig)
-	select {
-	case <-p.done:
-	case <-time.After(15 * time.Second):
+	if err := p.Signal(sig, 15*time.Second); errors.Is(err, child.ErrKilled) {
 		t.Fatalf("example still running 15s after %v", sig)
 	}
 }
@@ -127,18 +97,13 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 func TestEveryEventHandledOnceAcrossRestarts(t *testing.T) {
 	ctx := context.Background()
 	name := relaytest.Name(t)
-	cs, err := kubernetes.NewForConfig(env.Kube.RESTConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	vars := relaytest.Vars(env, name)
+	cs := bed.Kube(t)
+	relaytest.CreateNamespace(t, cs, name)
+	vars := bed.Vars(name)
 	vars["RELAY_RESOURCES"] = "configmaps"
 	vars["RELAY_NAMESPACES"] = name
-	relay := relaytest.Start(t, relayBin, vars)
-	js := relaytest.JetStream(t, env)
+	relay := bed.Start(t, vars)
+	js := bed.JetStream(t)
 	relay.WaitWatching(t, js, name, 1)
 	stream, err := js.Stream(ctx, vars["RELAY_STREAM"])
 	if err != nil {
@@ -158,7 +123,7 @@ func TestEveryEventHandledOnceAcrossRestarts(t *testing.T) {
 	}
 	journalPath := filepath.Join(t.TempDir(), "audit.jsonl")
 	args := []string{
-		"-server", env.NATS.URL(), "-stream", vars["RELAY_STREAM"], "-cluster", name, "-namespace", name,
+		"-server", bed.Env.NATS.URL(), "-stream", vars["RELAY_STREAM"], "-cluster", name, "-namespace", name,
 		"-durable", "audit", "-journal", journalPath,
 		"-ack-wait", ackWait.String(), "-work-delay", workDelay.String(),
 	}
@@ -175,7 +140,7 @@ func TestEveryEventHandledOnceAcrossRestarts(t *testing.T) {
 
 	first := startExample(t, bin, args...)
 	waitUntil(t, "20 journal entries", func() bool { return len(journalLines(t, journalPath)) >= 20 })
-	first.signal(t, syscall.SIGKILL)
+	stopExample(t, first, syscall.SIGKILL)
 	atKill := len(journalLines(t, journalPath))
 	if atKill >= objects*3 {
 		t.Fatalf("journal complete (%d entries) before the kill: the crash did not happen mid-stream", atKill)
@@ -184,9 +149,9 @@ func TestEveryEventHandledOnceAcrossRestarts(t *testing.T) {
 
 	second := startExample(t, bin, args...)
 	waitUntil(t, fmt.Sprintf("%d journal entries", atKill+20), func() bool { return len(journalLines(t, journalPath)) >= atKill+20 })
-	second.signal(t, syscall.SIGTERM)
-	if second.err != nil {
-		t.Fatalf("example exit after SIGTERM: %v, want exit 0", second.err)
+	stopExample(t, second, syscall.SIGTERM)
+	if second.Err() != nil {
+		t.Fatalf("example exit after SIGTERM: %v, want exit 0", second.Err())
 	}
 	atStop := len(journalLines(t, journalPath))
 	t.Logf("stopped with SIGTERM after %d entries", atStop)
@@ -207,9 +172,9 @@ func TestEveryEventHandledOnceAcrossRestarts(t *testing.T) {
 		info, err := cons.Info(ctx)
 		return err == nil && info.NumPending == 0 && info.NumAckPending == 0 && info.AckFloor.Stream >= uint64(stored())
 	})
-	third.signal(t, syscall.SIGTERM)
-	if third.err != nil {
-		t.Fatalf("example exit after SIGTERM: %v, want exit 0", third.err)
+	stopExample(t, third, syscall.SIGTERM)
+	if third.Err() != nil {
+		t.Fatalf("example exit after SIGTERM: %v, want exit 0", third.Err())
 	}
 	entries, events := journalLines(t, journalPath), readStream(t, stream)
 	checkJournal(t, entries, events)
@@ -226,7 +191,7 @@ func TestEveryEventHandledOnceAcrossRestarts(t *testing.T) {
 		info, err := cons.Info(ctx)
 		return err == nil && info.NumPending == 0 && info.NumAckPending == 0 && info.AckFloor.Stream >= uint64(len(events))
 	})
-	replay.signal(t, syscall.SIGTERM)
+	stopExample(t, replay, syscall.SIGTERM)
 	if got := len(journalLines(t, journalPath)); got != len(entries) {
 		t.Errorf("after a replay of the stream: got %d journal entries, want still %d", got, len(entries))
 	}

@@ -13,13 +13,11 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"flag"
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strconv"
@@ -32,6 +30,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kube-nats-relay/kube-nats-relay/event"
+	"github.com/kube-nats-relay/kube-nats-relay/internal/child"
 	"github.com/kube-nats-relay/kube-nats-relay/internal/testenv"
 )
 
@@ -154,10 +153,10 @@ func run(ctx context.Context, full bool) (err error) {
 	}
 	defer func() {
 		if err != nil && ctx.Err() == nil {
-			printTail(logFile.Name())
+			printTail(r, logFile.Name())
 		}
 	}()
-	defer r.stop(relayStopTimeout) // a no-op when the relay was stopped below
+	defer func() { _ = r.Stop(relayStopTimeout) }() // a no-op when the relay was stopped below
 
 	nc, js, err := waitRelayReady(ctx, r, "nats://"+natsAddr)
 	if err != nil {
@@ -179,15 +178,13 @@ func run(ctx context.Context, full bool) (err error) {
 		return err
 	}
 	say("consuming stream %s with an ordered consumer, one line per event as it arrives:", stream)
-	c := newChecker(events, r.done, full)
+	c := newChecker(events, r.Done(), full)
 	c.printHeader()
 	if err := tell(ctx, c, newStory(cs)); err != nil {
-		select {
-		case <-r.done:
-			return fmt.Errorf("%w (%s)", err, r.cmd.ProcessState)
-		default:
-			return err
+		if r.Exited() {
+			return fmt.Errorf("%w (%s)", err, r.State())
 		}
+		return err
 	}
 	if err := c.err(); err != nil {
 		return err
@@ -198,7 +195,7 @@ func run(ctx context.Context, full bool) (err error) {
 	fmt.Println()
 	say("stopping the relay with SIGTERM")
 	start = time.Now()
-	if err := r.stop(relayStopTimeout); err != nil {
+	if err := r.Stop(relayStopTimeout); err != nil {
 		return err
 	}
 	say("relay exited 0 after %s", since(start))
@@ -234,70 +231,26 @@ func tell(ctx context.Context, c *checker, steps []step) error {
 	return nil
 }
 
-// relayProc is the relay child process.
-type relayProc struct {
-	cmd  *exec.Cmd
-	done chan struct{}
-	err  error // cmd.Wait's result, set before done is closed
-}
-
 // startRelay runs bin with env added to this process's environment minus NATS_URL,
 // KUBECONFIG and every RELAY_ variable, so that nothing from the caller's shell changes the
 // demo. Its output goes to log.
-func startRelay(bin string, log *os.File, env []string) (*relayProc, error) {
-	cmd := exec.Command(bin)
+func startRelay(bin string, log *os.File, env []string) (*child.Process, error) {
+	var vars []string
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
 		if name != "NATS_URL" && name != "KUBECONFIG" && !strings.HasPrefix(name, "RELAY_") {
-			cmd.Env = append(cmd.Env, kv)
+			vars = append(vars, kv)
 		}
 	}
-	cmd.Env = append(cmd.Env, env...)
-	cmd.Stdout, cmd.Stderr = log, log
 	// Its own process group keeps a terminal's Ctrl-C away from it: the demo stops it with
-	// SIGTERM and checks the exit. The parent-death signal ends it should the demo be killed.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start relay: %w", err)
-	}
-	r := &relayProc{cmd: cmd, done: make(chan struct{})}
-	go func() {
-		r.err = cmd.Wait()
-		close(r.done)
-	}()
-	return r, nil
-}
-
-// stop sends SIGTERM and waits for the exit, killing the relay after timeout. It returns nil
-// only for a clean exit (status 0) in time; calling it again returns the same result.
-func (r *relayProc) stop(timeout time.Duration) error {
-	select {
-	case <-r.done:
-		return r.exitErr()
-	default:
-	}
-	_ = r.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-r.done:
-		return r.exitErr()
-	case <-time.After(timeout):
-		_ = r.cmd.Process.Kill()
-		<-r.done
-		return fmt.Errorf("relay did not exit within %s of SIGTERM; killed", timeout)
-	}
-}
-
-func (r *relayProc) exitErr() error {
-	if r.err != nil {
-		return fmt.Errorf("relay exited: %w", r.err)
-	}
-	return nil
+	// SIGTERM and checks the exit.
+	return child.Start(child.Spec{Name: "relay", Path: bin, Env: append(vars, env...), Log: log, OwnGroup: true})
 }
 
 // waitRelayReady connects to the embedded nats-server once it is up and waits until the
 // stream exists and every resource has a checkpoint: the initial lists are done, so every
 // later change reaches the relay's watches.
-func waitRelayReady(ctx context.Context, r *relayProc, url string) (*nats.Conn, jetstream.JetStream, error) {
+func waitRelayReady(ctx context.Context, r *child.Process, url string) (*nats.Conn, jetstream.JetStream, error) {
 	ctx, cancel := context.WithTimeout(ctx, relayReadyTimeout)
 	defer cancel()
 	var nc *nats.Conn
@@ -336,15 +289,15 @@ func waitRelayReady(ctx context.Context, r *relayProc, url string) (*nats.Conn, 
 }
 
 // poll calls try until it returns nil, the relay exits or ctx ends.
-func poll(ctx context.Context, r *relayProc, what string, try func() error) error {
+func poll(ctx context.Context, r *child.Process, what string, try func() error) error {
 	for {
 		last := try()
 		if last == nil {
 			return nil
 		}
 		select {
-		case <-r.done:
-			return fmt.Errorf("relay exited while waiting for %s: %v", what, r.err)
+		case <-r.Done():
+			return fmt.Errorf("relay exited while waiting for %s: %v", what, r.Err())
 		case <-ctx.Done():
 			return fmt.Errorf("waiting for %s: %w (last: %v)", what, ctx.Err(), last)
 		case <-time.After(pollInterval):
@@ -362,7 +315,7 @@ func consume(ctx context.Context, js jetstream.JetStream) (<-chan received, jets
 	ch := make(chan received, eventBuffer)
 	cc, err := cons.Consume(func(m jetstream.Msg) {
 		select {
-		case ch <- received{subject: m.Subject(), header: m.Headers(), data: m.Data()}:
+		case ch <- received{seq: seq(m), subject: m.Subject(), header: m.Headers(), data: m.Data()}:
 		case <-ctx.Done():
 		}
 	})
@@ -381,19 +334,18 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// printTail writes the end of the relay's log to stderr.
-func printTail(path string) {
-	f, err := os.Open(path)
+// seq is a message's stream sequence, 0 when it has no metadata.
+func seq(m jetstream.Msg) uint64 {
+	md, err := m.Metadata()
 	if err != nil {
-		return
+		return 0
 	}
-	defer f.Close()
-	var lines []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		lines = append(lines, sc.Text())
-	}
-	lines = lines[max(0, len(lines)-logTailLines):]
+	return md.Sequence.Stream
+}
+
+// printTail writes the end of the relay's log (kept at path) to stderr.
+func printTail(r *child.Process, path string) {
+	lines := strings.Split(r.Tail(logTailLines), "\n")
 	fmt.Fprintf(os.Stderr, "demo: last %d lines of the relay log %s:\n", len(lines), path)
 	for _, l := range lines {
 		fmt.Fprintln(os.Stderr, "  | "+l)

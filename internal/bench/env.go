@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/kube-nats-relay/kube-nats-relay/checkpoint"
 	"github.com/kube-nats-relay/kube-nats-relay/internal/testenv"
 	"github.com/kube-nats-relay/kube-nats-relay/relay"
 )
@@ -367,7 +368,7 @@ func (e *Env) checkpoint(ctx context.Context, n names, key string) (string, erro
 	if err != nil {
 		return "", err
 	}
-	return checkpointRV(entry.Value())
+	return checkpoint.ResourceVersion(entry.Value())
 }
 
 // checkpointKey is the relay's checkpoint key for configmaps in namespace.

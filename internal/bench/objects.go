@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"strconv"
@@ -212,17 +211,6 @@ func messages(objs []unstructured.Unstructured, cluster string, t event.Type, or
 // msgSize is a message's size on the wire as NATS counts it against max_payload.
 func msgSize(m *nats.Msg) int {
 	return len(m.Subject) + len(m.Data) + event.HeaderSize(m.Header)
-}
-
-// checkpointRV reads the resourceVersion out of a checkpoint value.
-func checkpointRV(value []byte) (string, error) {
-	var v struct {
-		ResourceVersion string `json:"resourceVersion"`
-	}
-	if err := json.Unmarshal(value, &v); err != nil {
-		return "", fmt.Errorf("checkpoint value %q: %w", value, err)
-	}
-	return v.ResourceVersion, nil
 }
 
 // rvLess compares resourceVersions of one resource type as integers.

@@ -1,18 +1,18 @@
 package bench
 
 import (
-	"bufio"
 	"context"
+	"errors"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	childproc "github.com/kube-nats-relay/kube-nats-relay/internal/child"
 )
 
 const (
@@ -29,11 +29,8 @@ const (
 // child is a contender process (the relay binary, the naive relay) with its stderr scanned
 // for readiness lines and GC traces, and its whole output kept in a log file.
 type child struct {
-	name    string
-	cmd     *exec.Cmd
-	started time.Time
-	done    chan struct{}
-	exitErr error
+	name string
+	p    *childproc.Process
 
 	mu    sync.Mutex
 	lines []string
@@ -58,88 +55,58 @@ func startChild(name, path string, args, env []string, logPath string) (*child, 
 		return nil, err
 	}
 	fmt.Fprintf(logFile, "\n==== %s start %s %v\n", time.Now().Format(time.RFC3339Nano), path, args)
-	cmd := exec.Command(path, args...)
-	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}, env...)
-	pr, pw := io.Pipe()
-	cmd.Stdout, cmd.Stderr = pw, pw
-	// Nothing outlives the harness, even when it is killed.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	c := &child{name: name, cmd: cmd, done: make(chan struct{})}
-	c.started = time.Now()
-	if err := cmd.Start(); err != nil {
+	c := &child{name: name}
+	p, err := childproc.Start(childproc.Spec{
+		Name: name, Path: path, Args: args, Env: childproc.MinimalEnv(env...), Log: logFile,
+		OnLine: c.observe,
+	})
+	if err != nil {
 		logFile.Close()
-		return nil, fmt.Errorf("start %s: %w", name, err)
+		return nil, err
 	}
-	scanned := make(chan struct{})
+	c.p = p
 	go func() {
-		defer close(scanned)
-		sc := bufio.NewScanner(pr)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			line := sc.Text()
-			fmt.Fprintln(logFile, line)
-			c.observe(line)
-		}
-		_, _ = io.Copy(io.Discard, pr)
-	}()
-	go func() {
-		err := cmd.Wait()
-		pw.Close()
-		<-scanned
+		<-p.Done()
 		logFile.Close()
-		c.mu.Lock()
-		c.exitErr = err
-		c.mu.Unlock()
-		close(c.done)
 	}()
 	return c, nil
 }
 
-func (c *child) observe(line string) {
+// observe records a GC trace line, or keeps any other line (up to maxKeptLines) and reports
+// that it is kept.
+func (c *child) observe(line string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if m := gcLine.FindStringSubmatch(line); m != nil {
 		live, _ := strconv.Atoi(m[3])
 		c.gcs = append(c.gcs, gcTrace{liveMB: live, forced: strings.HasSuffix(line, "(forced)"), at: time.Now()})
-		return
+		return false
 	}
 	if len(c.lines) < maxKeptLines {
 		c.lines = append(c.lines, line)
+		return true
 	}
+	return false
 }
 
 // pid is the process id.
-func (c *child) pid() int { return c.cmd.Process.Pid }
+func (c *child) pid() int { return c.p.Pid() }
 
 // failed returns an error once the process has exited.
 func (c *child) failed() error {
-	select {
-	case <-c.done:
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		return fmt.Errorf("%s exited early: %v; last lines:\n%s", c.name, c.exitErr, tail(c.lines, 8))
-	default:
+	if !c.p.Exited() {
 		return nil
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return fmt.Errorf("%s exited early: %v; last lines:\n%s", c.name, c.p.Err(), tail(c.lines, 8))
 }
 
 // saw reports whether a line containing substr was logged.
 func (c *child) saw(substr string) bool { return c.line(substr) != "" }
 
 // waitLine waits until a line containing substr is logged.
-func (c *child) waitLine(ctx context.Context, substr string) error {
-	for !c.saw(substr) {
-		if err := c.failed(); err != nil {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%s: waiting for %q: %w", c.name, substr, context.Cause(ctx))
-		case <-time.After(pollInterval):
-		}
-	}
-	return nil
-}
+func (c *child) waitLine(ctx context.Context, substr string) error { return c.p.WaitLine(ctx, substr) }
 
 // lastGC returns the most recent GC trace and the number of cycles so far.
 func (c *child) lastGC() (gcTrace, int) {
@@ -157,19 +124,11 @@ func (c *child) cpu() float64 { return procCPU(c.pid()) }
 // stop sends SIGTERM, waits for the exit (killing after stopTimeout) and returns the total
 // CPU seconds from the kernel's accounting of the exited process.
 func (c *child) stop() (cpu float64, err error) {
-	select {
-	case <-c.done:
-	default:
-		_ = c.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-c.done:
-		case <-time.After(stopTimeout):
-			_ = c.cmd.Process.Kill()
-			<-c.done
-			err = fmt.Errorf("%s still running %s after SIGTERM: killed", c.name, stopTimeout)
-		}
+	// Only a kill is an error here: how the contender exited after SIGTERM is its own affair.
+	if serr := c.p.Stop(stopTimeout); errors.Is(serr, childproc.ErrKilled) {
+		err = serr
 	}
-	if ru, ok := c.cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+	if ru, ok := c.p.State().SysUsage().(*syscall.Rusage); ok {
 		cpu = tvSeconds(ru.Utime) + tvSeconds(ru.Stime)
 	}
 	return cpu, err

@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kube-nats-relay/kube-nats-relay/event"
+	"github.com/kube-nats-relay/kube-nats-relay/internal/contract"
 	"github.com/kube-nats-relay/kube-nats-relay/internal/testenv"
 )
 
@@ -21,6 +22,8 @@ import (
 type Event struct {
 	// Meta is what the subject and headers say.
 	event.Meta
+	// Seq is the message's stream sequence.
+	Seq uint64
 	// Subject, Header and Body are the message as published.
 	Subject string
 	Header  nats.Header
@@ -85,13 +88,17 @@ func Record(t testing.TB, env *testenv.Env, bin, name string, extra map[string]s
 
 func (r *Recording) take(m jetstream.Msg) {
 	meta, err := event.MetaFromHeader(m.Headers())
+	var seq uint64
+	if md, merr := m.Metadata(); merr == nil {
+		seq = md.Sequence.Stream
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if err != nil {
 		r.problems = append(r.problems, fmt.Sprintf("%s: %v", m.Subject(), err))
 		return
 	}
-	r.events = append(r.events, Event{Meta: meta, Subject: m.Subject(), Header: m.Headers(), Body: m.Data()})
+	r.events = append(r.events, Event{Meta: meta, Seq: seq, Subject: m.Subject(), Header: m.Headers(), Body: m.Data()})
 }
 
 // Events returns the events consumed so far, in stream order.
@@ -108,10 +115,8 @@ func (r *Recording) Wait(t testing.TB, what string, timeout time.Duration, cond 
 	t.Helper()
 	var last string
 	err := wait.PollUntilContextTimeout(context.Background(), pollInterval, timeout, true, func(context.Context) (bool, error) {
-		select {
-		case <-r.Relay.done:
-			return false, fmt.Errorf("relay exited: %v", r.Relay.err)
-		default:
+		if r.Relay.Exited() {
+			return false, fmt.Errorf("relay exited: %v", r.Relay.Err())
 		}
 		r.mu.Lock()
 		problems := append([]string(nil), r.problems...)
@@ -130,31 +135,29 @@ func (r *Recording) Wait(t testing.TB, what string, timeout time.Duration, cond 
 
 // CheckOrder fails the test if an event id repeats or, for one object (uid), a
 // resourceVersion does not increase or anything follows its DELETED: the per-object promises
-// of docs/guarantees.md, checked on everything consumed so far.
+// of docs/guarantees.md, checked by contract on everything consumed so far.
 func (r *Recording) CheckOrder(t testing.TB) {
 	t.Helper()
-	ids := make(map[string]bool)
-	lastRV := make(map[string]uint64)
-	deleted := make(map[string]bool)
-	for _, e := range r.Events() {
-		obj := fmt.Sprintf("%s %s/%s uid %s", e.Resource, e.Namespace, e.Name, e.UID)
-		if id := e.ID(); ids[id] {
-			t.Errorf("%s: duplicate event id %s", obj, id)
-		} else {
-			ids[id] = true
-		}
-		rv, err := strconv.ParseUint(e.ResourceVersion, 10, 64)
-		if err != nil {
-			t.Errorf("%s: resourceVersion %q is not an integer", obj, e.ResourceVersion)
-			continue
-		}
-		if last, ok := lastRV[e.UID]; ok && rv <= last {
-			t.Errorf("%s: %s at resourceVersion %d after %d", obj, e.Type, rv, last)
-		}
-		if deleted[e.UID] {
-			t.Errorf("%s: %s at resourceVersion %d after its deletion", obj, e.Type, rv)
-		}
-		lastRV[e.UID] = rv
-		deleted[e.UID] = e.Type == event.Deleted
+	events := r.Events()
+	msgs := make([]contract.Message, len(events))
+	for i, e := range events {
+		msgs[i] = contract.Message{Seq: e.Seq, Subject: e.Subject, Header: e.Header, Meta: e.Meta}
 	}
+	Report(t, "no duplicate ids", contract.NoDuplicateIDs(msgs))
+	Report(t, "per-uid order", contract.PerUIDOrder(msgs))
+}
+
+// maxProblems is how many problems of one check a failure lists; the count says the rest.
+const maxProblems = 25
+
+// Report fails t with the problems a check of package contract found, if any, and logs that
+// the check passed otherwise.
+func Report(t testing.TB, check string, problems []string) {
+	t.Helper()
+	if len(problems) == 0 {
+		t.Logf("check %s: ok", check)
+		return
+	}
+	shown := problems[:min(len(problems), maxProblems)]
+	t.Errorf("check %s: %d problems:\n  %s", check, len(problems), strings.Join(shown, "\n  "))
 }

@@ -1,14 +1,14 @@
-// Package relaytest runs the relay binary in integration tests of packages other than
-// cmd/relay (consumer, examples, e2e): it builds the binary once per test package, starts it
-// as a real process with a configuration of the test's own, and waits until it watches.
-// Record also consumes what that relay publishes, for tests that assert on the events.
+// Package relaytest runs the relay binary in integration tests (cmd/relay, consumer, examples,
+// e2e, charts): it builds the binary once per test package, starts it as a real process
+// (internal/child) with a configuration of the test's own, and waits until it watches, or runs
+// it to its exit. Record also consumes what that relay publishes, for tests that assert on the
+// events; Report hands the problems of internal/contract's checks to a test.
 //
 // The binary and the test bed live in one directory that testenv removes when the package's
 // tests end; every process started here is stopped when its test ends, failed or not.
 package relaytest
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -18,14 +18,14 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/kube-nats-relay/kube-nats-relay/internal/child"
+	"github.com/kube-nats-relay/kube-nats-relay/internal/child/childtest"
 	"github.com/kube-nats-relay/kube-nats-relay/internal/testenv"
 )
 
@@ -112,12 +112,10 @@ func Vars(env *testenv.Env, name string) map[string]string {
 	}
 }
 
-// Process is a relay started by Start.
+// Process is a relay started by Start: a child.Process whose Stop takes the test instead of a
+// grace period.
 type Process struct {
-	cmd  *exec.Cmd
-	out  *syncBuffer
-	done chan struct{}
-	err  error // cmd.Wait's result, set before done is closed
+	*child.Process
 }
 
 // Start runs the relay binary with vars as its whole environment (plus PATH and HOME). The
@@ -125,52 +123,30 @@ type Process struct {
 // test failed.
 func Start(t testing.TB, bin string, vars map[string]string) *Process {
 	t.Helper()
-	cmd := exec.Command(bin)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
-	for k, v := range vars {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
-	out := &syncBuffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start relay: %v", err)
-	}
-	p := &Process{cmd: cmd, out: out, done: make(chan struct{})}
-	go func() {
-		p.err = cmd.Wait()
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-p.done:
-		default:
-			_ = cmd.Process.Kill()
-			<-p.done
-		}
-		if t.Failed() {
-			t.Logf("relay output:\n%s", out.String())
-		}
-	})
-	return p
+	return &Process{Process: childtest.Start(t, child.Spec{Name: "relay", Path: bin, Env: childtest.Env(vars)})}
 }
 
-// Stop sends SIGTERM and requires a clean exit.
+// Run runs the relay binary with args and vars as its whole environment (plus PATH and HOME)
+// until it exits, for a run that is to end by itself (a configuration error, a subcommand), and
+// returns its exit code and output. A relay still running after readyTimeout fails the test.
+func Run(t testing.TB, bin string, vars map[string]string, args ...string) (code int, output string) {
+	t.Helper()
+	p := childtest.Start(t, child.Spec{Name: "relay", Path: bin, Args: args, Env: childtest.Env(vars)})
+	select {
+	case <-p.Done():
+	case <-time.After(readyTimeout):
+		t.Fatalf("relay %s still running after %s\n%s", strings.Join(args, " "), readyTimeout, p.Output())
+	}
+	return p.State().ExitCode(), p.Output()
+}
+
+// Stop sends SIGTERM and requires a clean exit within stopTimeout.
 func (p *Process) Stop(t testing.TB) {
 	t.Helper()
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(stopTimeout):
-		t.Fatalf("relay still running %s after SIGTERM", stopTimeout)
-	}
-	if p.err != nil {
-		t.Fatalf("relay exit after SIGTERM: %v, want exit 0\n%s", p.err, p.out.String())
+	if err := p.Process.Stop(stopTimeout); err != nil {
+		t.Fatalf("relay stop: %v, want exit 0 after SIGTERM", err)
 	}
 }
-
-// Output returns what the relay has written to stdout and stderr so far.
-func (p *Process) Output() string { return p.out.String() }
 
 // WaitWatching waits until the relay has written sources checkpoints in bucket: every source
 // has listed and watches, so each later change becomes an event. It fails the test if the
@@ -181,10 +157,8 @@ func (p *Process) WaitWatching(t testing.TB, js jetstream.JetStream, bucket stri
 	defer cancel()
 	var last error
 	err := wait.PollUntilContextCancel(ctx, pollInterval, true, func(ctx context.Context) (bool, error) {
-		select {
-		case <-p.done:
-			return false, fmt.Errorf("relay exited: %v", p.err)
-		default:
+		if p.Exited() {
+			return false, fmt.Errorf("relay exited: %v", p.Err())
 		}
 		kv, err := js.KeyValue(ctx, bucket)
 		if err != nil {
@@ -200,24 +174,6 @@ func (p *Process) WaitWatching(t testing.TB, js jetstream.JetStream, bucket stri
 		return len(keys) >= sources, nil
 	})
 	if err != nil {
-		t.Fatalf("waiting for %d checkpoints in bucket %s: %v (last: %v)\n%s", sources, bucket, err, last, p.out.String())
+		t.Fatalf("waiting for %d checkpoints in bucket %s: %v (last: %v)\n%s", sources, bucket, err, last, p.Output())
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for the process's writes and the test's reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -8,11 +8,12 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"strconv"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/kube-nats-relay/kube-nats-relay/internal/child"
 )
 
 const (
@@ -28,7 +29,7 @@ const (
 
 // process is one child process: started with its output in a log file and tied to the test
 // process with a parent-death signal, so that nothing outlives the test binary even when it is
-// killed.
+// killed. It can be started again after it stopped, appending to the same log.
 type process struct {
 	name    string
 	path    string
@@ -37,16 +38,14 @@ type process struct {
 	// env is added to the test process's environment; empty means inherit it unchanged.
 	env []string
 
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{}
-	err  error
+	mu sync.Mutex
+	c  *child.Process // nil before start and after stop
 }
 
 func (p *process) start() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.cmd != nil {
+	if p.c != nil {
 		return fmt.Errorf("start %s: already running", p.name)
 	}
 	logFile, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
@@ -54,63 +53,49 @@ func (p *process) start() error {
 		return fmt.Errorf("start %s: %w", p.name, err)
 	}
 	fmt.Fprintf(logFile, "\n==== %s start %s %v\n", time.Now().Format(time.RFC3339Nano), p.path, p.args)
-	cmd := exec.Command(p.path, p.args...)
+	var env []string
 	if len(p.env) > 0 {
-		cmd.Env = append(os.Environ(), p.env...)
+		env = append(os.Environ(), p.env...)
 	}
-	cmd.Stdout = logFile
-	cmd.Stderr = logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	c, err := child.Start(child.Spec{
+		Name: p.name, Path: p.path, Args: p.args, Env: env, Log: logFile, OwnGroup: true,
+		// The log file keeps the output (tail reads it); nothing needs it in memory.
+		OnLine: func(string) bool { return false },
+	})
+	if err != nil {
 		logFile.Close()
-		return fmt.Errorf("start %s: %w", p.name, err)
+		return err
 	}
-	done := make(chan struct{})
-	p.cmd, p.done = cmd, done
 	go func() {
-		err := cmd.Wait()
+		<-c.Done()
 		logFile.Close()
-		p.mu.Lock()
-		p.err = err
-		p.mu.Unlock()
-		close(done)
 	}()
+	p.c = c
 	return nil
+}
+
+// current returns the running (or exited but not stopped) process, nil when there is none.
+func (p *process) current() *child.Process {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.c
 }
 
 // running reports whether the process was started and has not exited.
 func (p *process) running() bool {
-	p.mu.Lock()
-	done := p.done
-	p.mu.Unlock()
-	if done == nil {
-		return false
-	}
-	select {
-	case <-done:
-		return false
-	default:
-		return true
-	}
+	c := p.current()
+	return c != nil && !c.Exited()
 }
 
 // signal sends sig and waits for the exit, killing the process after grace.
 func (p *process) signal(sig syscall.Signal, grace time.Duration) error {
-	p.mu.Lock()
-	cmd, done := p.cmd, p.done
-	p.mu.Unlock()
-	if cmd == nil {
+	c := p.current()
+	if c == nil {
 		return nil
 	}
-	_ = cmd.Process.Signal(sig)
-	select {
-	case <-done:
-	case <-time.After(grace):
-		_ = cmd.Process.Kill()
-		<-done
-	}
+	_ = c.Signal(sig, grace) // how it exited does not matter to a test bed being torn down
 	p.mu.Lock()
-	p.cmd, p.done = nil, nil
+	p.c = nil
 	p.mu.Unlock()
 	return nil
 }
@@ -125,9 +110,10 @@ func (p *process) kill() error { return p.signal(syscall.SIGKILL, stopGrace) }
 func (p *process) waitHTTP(ctx context.Context, client *http.Client, url string, header http.Header) error {
 	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
 	defer cancel()
-	p.mu.Lock()
-	done := p.done
-	p.mu.Unlock()
+	var done <-chan struct{}
+	if c := p.current(); c != nil {
+		done = c.Done()
+	}
 	var last string
 	for {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
@@ -157,12 +143,14 @@ func (p *process) waitHTTP(ctx context.Context, client *http.Client, url string,
 }
 
 func (p *process) exitErr() error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.err == nil {
-		return errors.New("exit status 0")
+	c := p.current()
+	if c == nil {
+		return errors.New("not started")
 	}
-	return p.err
+	if err := c.Err(); err != nil {
+		return err
+	}
+	return errors.New("exit status 0")
 }
 
 // tail returns the end of the process's log, for error messages.
