@@ -35,6 +35,7 @@ func Render(cfg Config) error {
 	if err := json.Unmarshal(b, &r); err != nil && !errors.As(err, &typeErr) {
 		return fmt.Errorf("read %s: %w", jsonPath, err)
 	}
+	r.Summary = Summarize(&r)
 	return writeReport(cfg, &r, jsonPath)
 }
 
@@ -46,6 +47,7 @@ func Save(cfg Config, r *Results) error {
 	}
 	jsonPath := filepath.Join(cfg.ArtifactDir, cfg.Mode+".json")
 	r = mergePrevious(cfg, r, jsonPath)
+	r.Summary = Summarize(r)
 	data, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return err
@@ -73,7 +75,9 @@ func writeReport(cfg Config, r *Results, jsonPath string) error {
 			sections[mode] = fmt.Sprintf("No %s run recorded yet.\n", mode)
 		}
 	}
-	sections[r.Mode] = renderResults(r, relJSON)
+	if sections[r.Mode], err = renderResults(r, relJSON); err != nil {
+		return err
+	}
 	analysis := between(string(old), markAnalysisBegin, markAnalysisEnd)
 	if analysis == "" {
 		analysis = "## Analysis\n\nNot written yet: read the tables, profile what misses a target, and write down here what limits it.\n"

@@ -112,7 +112,7 @@ func (e *Env) memoryOnce(ctx context.Context, contender string, size int) Memory
 // HeapAlloc after a full GC once it has synced, minus the same before it started. With
 // profilePath set it also writes a heap profile there.
 func (e *Env) engineHeap(ctx context.Context, size int, profilePath string) MemoryRun {
-	run := MemoryRun{Contender: "relay-engine", Objects: size}
+	run := MemoryRun{Contender: RelayEngine, Objects: size}
 	nm := namesFor("engine")
 	if err := e.freshStream(ctx, nm); err != nil {
 		run.Err = err.Error()

@@ -15,6 +15,11 @@ const (
 	RawProto = "raw-proto"
 	Naive    = "naive"
 	Relay    = "relay"
+	// RelayBefore is the relay built from another revision (-baseline), measured in the
+	// same rounds as the relay so that the report compares the two side by side.
+	RelayBefore = "relay-before"
+	// RelayEngine is the relay's engine run inside the harness (memory scenario).
+	RelayEngine = "relay-engine"
 )
 
 // contenders in their first round's order; later rounds rotate it.
@@ -22,6 +27,13 @@ var contenders = []string{Ceiling, RawWatch, Naive, Relay}
 
 // syncContenders adds the protobuf reader to the initial sync.
 var syncContenders = []string{Ceiling, RawWatch, RawProto, Naive, Relay}
+
+// isRelay says the contender is the relay binary, of this tree or of the baseline.
+func isRelay(contender string) bool { return contender == Relay || contender == RelayBefore }
+
+// publishesFromKube says the contender relays the watched changes to the stream, so that its
+// latency added to a raw watch's is measured.
+func publishesFromKube(contender string) bool { return isRelay(contender) || contender == Naive }
 
 // rotate returns cs starting at position round, so that no contender always runs first (on a
 // cold cache) or last (on a machine warmed or fragmented by the others).
@@ -56,6 +68,9 @@ type Results struct {
 	Measured []KV
 	// Notes are anomalies worth a reader's attention: failures, timeouts, relists.
 	Notes []string
+	// Summary is every figure the report shows, computed from the runs above when the
+	// results are saved: the Markdown report is rendered from it.
+	Summary *Summary `json:",omitempty"`
 }
 
 // ConfigSummary is the part of Config that shapes the numbers.

@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"sync"
 	"time"
@@ -68,8 +67,6 @@ func (e *Env) runSteady(ctx context.Context) ([]*Steady, error) {
 	}
 	return out, nil
 }
-
-func ms(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d)/1e6) }
 
 // steadyOnce runs one contender's window at rate.
 func (e *Env) steadyOnce(ctx context.Context, contender string, rate int, msgs []*nats.Msg) (run LatencyRun) {
