@@ -223,6 +223,9 @@ type names struct {
 
 func namesFor(contender string) names {
 	c := "bench-" + contender[:1] // bench-r, bench-n, bench-c: equal lengths
+	if contender == RelayBefore {
+		c = "bench-b" // not the relay's
+	}
 	return names{
 		cluster:     c,
 		stream:      strings.ToUpper(strings.ReplaceAll(c, "-", "_")),

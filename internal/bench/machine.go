@@ -46,6 +46,9 @@ func describeMachine(ctx context.Context, cfg Config) Machine {
 	} else {
 		m.Versions = append(m.Versions, KV{"relay", relayRevision(ctx, cfg.RepoRoot)})
 	}
+	if cfg.BaselineBin != "" {
+		m.Versions = append(m.Versions, KV{RelayBefore, cfg.Baseline})
+	}
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		for _, d := range bi.Deps {
 			switch d.Path {

@@ -9,8 +9,8 @@ import (
 	"time"
 )
 
-// reportTemplate is the Markdown of one run's section: every table of the report, written
-// from Results and its Summary.
+// reportTemplate is the Markdown of the report: its introduction (what is measured and how)
+// and one run's section, every table written from Results and its Summary.
 //
 //go:embed report.md.tmpl
 var reportTemplate string
@@ -33,6 +33,7 @@ var sectionTemplate = template.Must(template.New("report").Funcs(template.FuncMa
 	"kvs":          joinKVs,
 	"extra":        fmtExtra,
 	"args":         func(xs ...any) []any { return xs },
+	"value":        fmtValue,
 	// jsonPath is bound per rendering, see renderResults.
 	"jsonPath": func() string { return "" },
 }).Parse(reportTemplate))
@@ -66,6 +67,23 @@ func num(v any) float64 {
 		return x
 	}
 	panic(fmt.Sprintf("bench report: %T is not a number", v))
+}
+
+// fmtValue writes a Comparison's value in its unit.
+func fmtValue(unit string, v float64) string {
+	switch unit {
+	case unitRate:
+		return fmt.Sprintf("%.0f/s", v)
+	case unitLatency:
+		return ms(time.Duration(v))
+	case unitTime:
+		return fmtDur(time.Duration(v))
+	case unitBytes:
+		return fmtBytes(v)
+	case unitCPU:
+		return fmt.Sprintf("%.2f", v)
+	}
+	return fmt.Sprintf("%g %s", v, unit)
 }
 
 // joinKVs writes an ordered list as name, sep, value, joined by between.

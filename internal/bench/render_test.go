@@ -2,6 +2,7 @@ package bench
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -111,6 +112,23 @@ func TestReportShowsTheBaselineBesideTheRelay(t *testing.T) {
 	// Initial sync, one catch-up, two steady rates.
 	if relayRows != 4 || beforeRows != 4 {
 		t.Errorf("got %d relay and %d relay-before rows, want 4 of each:\n%s", relayRows, beforeRows, got)
+	}
+	for _, want := range []string{
+		"### Before and after: the relay beside relay-before",
+		"| initial sync: rate | ",
+		"| initial sync: checkpoint at | ",
+		"| steady 1000/s: own p99 | 8.47ms | 8.47ms | 1.00 |",
+		"| memory at 10,000 objects: RSS | 70.8 MiB | 78.8 MiB | 0.90 |",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("got no %q in:\n%s", want, got)
+		}
+	}
+	for _, row := range Summarize(r).BeforeAfter {
+		want := map[string]string{"initial sync: rate": "1.25", "initial sync: checkpoint at": "0.80"}[row.What]
+		if got := fmt.Sprintf("%.2f", row.Ratio); want != "" && got != want {
+			t.Errorf("%s: got relay ÷ before %s, want %s", row.What, got, want)
+		}
 	}
 	// A fixed extra cancels in the growth per object: the baseline's equals the relay's.
 	_, relayRSS, _ := strings.Cut(got, "| relay RSS | ")

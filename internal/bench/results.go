@@ -22,11 +22,28 @@ const (
 	RelayEngine = "relay-engine"
 )
 
-// contenders in their first round's order; later rounds rotate it.
+// contenders in their first round's order; later rounds rotate it. A run with a baseline
+// adds RelayBefore after the relay.
 var contenders = []string{Ceiling, RawWatch, Naive, Relay}
 
 // syncContenders adds the protobuf reader to the initial sync.
 var syncContenders = []string{Ceiling, RawWatch, RawProto, Naive, Relay}
+
+// contenders returns the contenders of the catch-up and steady scenarios of this run.
+func (c Config) contenders() []string { return c.withBaseline(contenders) }
+
+// syncContenders returns the contenders of this run's initial sync.
+func (c Config) syncContenders() []string { return c.withBaseline(syncContenders) }
+
+// relays returns the relay binaries this run measures: the relay, and the baseline's.
+func (c Config) relays() []string { return c.withBaseline([]string{Relay}) }
+
+func (c Config) withBaseline(cs []string) []string {
+	if c.BaselineBin == "" {
+		return cs
+	}
+	return append(slices.Clone(cs), RelayBefore)
+}
 
 // isRelay says the contender is the relay binary, of this tree or of the baseline.
 func isRelay(contender string) bool { return contender == Relay || contender == RelayBefore }

@@ -21,6 +21,25 @@ type Summary struct {
 	Budget    []BudgetRow `json:",omitempty"`
 	// BudgetBase is the peak RSS of the budget scenario's run without objects.
 	BudgetBase int64 `json:",omitempty"`
+	// BeforeAfter compares the relay with the baseline's (-baseline), figure by figure.
+	BeforeAfter []Comparison `json:",omitempty"`
+}
+
+// Units of a Comparison's values.
+const (
+	unitRate    = "/s"    // events or changes per second
+	unitLatency = "ms"    // a time.Duration, shown in milliseconds
+	unitTime    = "s"     // a time.Duration, shown as fmtDur does
+	unitBytes   = "MiB"   // bytes, shown in MiB
+	unitCPU     = "CPU s" // CPU seconds per 10,000 events
+)
+
+// Comparison is one figure of the relay beside the same figure of the baseline.
+type Comparison struct {
+	What, Unit    string
+	Relay, Before float64
+	// Ratio is Relay ÷ Before.
+	Ratio float64
 }
 
 // Target is one of the issue's targets evaluated against this run's medians.
@@ -155,7 +174,80 @@ func Summarize(r *Results) *Summary {
 		}
 	}
 	s.Targets = targets(r)
+	s.BeforeAfter = beforeAfter(r, s)
 	return s
+}
+
+// beforeAfter lists the figures both the relay and the baseline have, from the tables of s.
+func beforeAfter(r *Results, s *Summary) []Comparison {
+	var out []Comparison
+	add := func(what, unit string, relay, before float64) {
+		if relay != 0 && before != 0 {
+			out = append(out, Comparison{What: what, Unit: unit, Relay: relay, Before: before, Ratio: relay / before})
+		}
+	}
+	pair := func(rows []ThroughputRow) (ThroughputRow, ThroughputRow, bool) {
+		var rel, bef ThroughputRow
+		for _, row := range rows {
+			switch row.Contender {
+			case Relay:
+				rel = row
+			case RelayBefore:
+				bef = row
+			}
+		}
+		return rel, bef, rel.OK > 0 && bef.OK > 0
+	}
+	throughput := func(name string, t *ThroughputTable) {
+		rel, bef, ok := pair(t.Rows)
+		if !ok {
+			return
+		}
+		add(name+": rate", unitRate, rel.Rate, bef.Rate)
+		add(name+": checkpoint at", unitTime, float64(rel.CheckpointAt), float64(bef.CheckpointAt))
+		add(name+": CPU per 10k events", unitCPU, rel.CPUPer10k, bef.CPUPer10k)
+		add(name+": peak RSS", unitBytes, rel.PeakRSS, bef.PeakRSS)
+	}
+	if s.Sync != nil {
+		throughput("initial sync", s.Sync)
+	}
+	for i := range s.Catchup {
+		throughput("catch-up ("+s.Catchup[i].History+")", &s.Catchup[i])
+	}
+	for _, st := range s.Steady {
+		var rel, bef LatencyRow
+		for _, row := range st.Rows {
+			switch row.Contender {
+			case Relay:
+				rel = row
+			case RelayBefore:
+				bef = row
+			}
+		}
+		if rel.OK == 0 || bef.OK == 0 {
+			continue
+		}
+		name := fmt.Sprintf("steady %d/s", st.Rate)
+		add(name+": added p50", unitLatency, float64(rel.Added50), float64(bef.Added50))
+		add(name+": added p99", unitLatency, float64(rel.Added99), float64(bef.Added99))
+		add(name+": own p50", unitLatency, float64(rel.Own50), float64(bef.Own50))
+		add(name+": own p99", unitLatency, float64(rel.Own99), float64(bef.Own99))
+		add(name+": CPU per 10k events", unitCPU, rel.CPUPer10k, bef.CPUPer10k)
+	}
+	if r.Memory != nil {
+		for _, size := range r.Config.MemoryObjects {
+			rel, ok1 := r.Memory.find(Relay, size)
+			bef, ok2 := r.Memory.find(RelayBefore, size)
+			if !ok1 || !ok2 {
+				continue
+			}
+			name := fmt.Sprintf("memory at %s objects", fmtCount(size))
+			add(name+": RSS", unitBytes, float64(rel.RSS), float64(bef.RSS))
+			add(name+": live heap (gctrace)", unitBytes, float64(rel.HeapLiveMB)*(1<<20), float64(bef.HeapLiveMB)*(1<<20))
+			add(name+": sync time", unitTime, float64(rel.SyncTook), float64(bef.SyncTook))
+		}
+	}
+	return out
 }
 
 // throughputTable summarises every contender of a throughput scenario.
