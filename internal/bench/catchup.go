@@ -74,8 +74,8 @@ func (e *Env) catchup(ctx context.Context, history string) (*Throughput, error) 
 	}
 	for round := range e.cfg.Rounds {
 		// The relay's state before the stop: every object published, checkpoint written.
-		e.logf("catchup round %d: relay initial sync of %d objects", round+1, n)
 		for _, c := range relays {
+			e.logf("catchup round %d: %s initial sync of %d objects", round+1, c, n)
 			if err := e.primeRelay(ctx, c, namesFor(c)); err != nil {
 				return res, fmt.Errorf("prepare the %s: %w", c, err)
 			}
