@@ -65,6 +65,7 @@ func run(ctx context.Context, args []string) error {
 	scenarios := fs.String("scenarios", strings.Join(bench.AllScenarios, ","), "comma-separated scenarios to run")
 	microCount := fs.Int("micro-count", full.MicroCount, "-count of the Go micro-benchmarks (quick: 3)")
 	relayBin := fs.String("relay", "", "relay binary to measure; empty builds ./cmd/relay from the working tree")
+	baseline := fs.String("baseline", "", "git revision (built like the working tree) or relay binary to measure beside the relay as relay-before, for a before/after comparison")
 	out := fs.String("out", "docs/benchmarks.md", "Markdown report (relative paths are under the repository root)")
 	artifacts := fs.String("artifacts", "docs/benchmarks", "directory of JSON results and profiles (relative paths are under the repository root)")
 	invokedAs := fs.String("invoked-as", "", "how the run was started, for the report (make bench sets it)")
@@ -154,6 +155,11 @@ func run(ctx context.Context, args []string) error {
 		build.Dir = root
 		if out, err := build.CombinedOutput(); err != nil {
 			return fmt.Errorf("build the relay: %w\n%s", err, out)
+		}
+	}
+	if *baseline != "" {
+		if cfg.BaselineBin, cfg.Baseline, err = bench.BuildBaseline(ctx, root, *baseline, cfg.LogDir); err != nil {
+			return err
 		}
 	}
 	if err := cfg.Validate(); err != nil {

@@ -250,44 +250,6 @@ func (b *Budget) base() int64 {
 	return 0
 }
 
-func renderBudget(sb *strings.Builder, r *Results) {
-	w := func(format string, args ...any) { fmt.Fprintf(sb, format, args...) }
-	b := r.Budget
-	base := b.base()
-	w("### 5. Memory budget: peak RSS with large and with many objects\n\n")
-	w("The relay binary runs as the chart runs it: GOMEMLIMIT=%d (90%% of the chart's default limit, %s), the memory budget derived from it (half). Each run relays one namespace from scratch until every event is acknowledged and the checkpoint written; peak RSS is VmHWM (/proc/<pid>/status). The base is the peak RSS of the same relay over an empty namespace. Target: peak RSS under the chart's limit and at most %.1f × (budget + base).\n\n",
-		b.GoMemLimit, fmtBytes(float64(b.Limit)), b.Ratio)
-	w("| relayed | resource | objects | object size | budget | base | peak RSS | peak ÷ (budget + base) | under %s | sync time |\n|---|---|---:|---:|---:|---:|---:|---:|---|---:|\n", fmtBytes(float64(b.Limit)))
-	for _, run := range b.Runs {
-		if run.Err != "" {
-			w("| %s | %s | %s | | | | failed: %s | | | |\n", run.What, run.Resource, fmtCount(run.Objects), run.Err)
-			continue
-		}
-		ratio, under := "–", "–"
-		if base > 0 && run.Budget > 0 && run.Objects > 0 {
-			q := float64(run.PeakRSS) / float64(run.Budget+base)
-			ratio = fmt.Sprintf("%.2f %s", q, budgetVerdict(q <= b.Ratio))
-		}
-		if run.Objects > 0 {
-			under = budgetVerdict(run.PeakRSS < b.Limit)
-		}
-		size := "–"
-		if run.ObjectBytes > 0 {
-			size = fmtSize(run.ObjectBytes)
-		}
-		w("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", run.What, run.Resource, fmtCount(run.Objects), size,
-			fmtOptBytes(float64(run.Budget)), fmtOptBytes(float64(base)), fmtOptBytes(float64(run.PeakRSS)), ratio, under, fmtDur(run.SyncTook))
-	}
-	w("\n")
-}
-
-func budgetVerdict(ok bool) string {
-	if ok {
-		return "met"
-	}
-	return "**missed**"
-}
-
 // fmtSize writes an object's size in KB (10^3 bytes), as object sizes are usually quoted.
 func fmtSize(n int) string {
 	return fmt.Sprintf("%d KB", (n+500)/1000)

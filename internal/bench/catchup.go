@@ -68,13 +68,17 @@ func (e *Env) catchup(ctx context.Context, history string) (*Throughput, error) 
 	n, k := e.cfg.SyncObjects, e.cfg.CatchupChanges
 	res := &Throughput{Events: k, History: history, Runs: map[string][]TimedRun{}}
 	var writeRates []float64
-	relayNames := namesFor(Relay)
-	defer e.dropStream(context.WithoutCancel(ctx), relayNames)
+	relays := e.cfg.relays()
+	for _, c := range relays {
+		defer e.dropStream(context.WithoutCancel(ctx), namesFor(c))
+	}
 	for round := range e.cfg.Rounds {
 		// The relay's state before the stop: every object published, checkpoint written.
-		e.logf("catchup round %d: relay initial sync of %d objects", round+1, n)
-		if err := e.primeRelay(ctx, relayNames); err != nil {
-			return res, fmt.Errorf("prepare the relay: %w", err)
+		for _, c := range relays {
+			e.logf("catchup round %d: %s initial sync of %d objects", round+1, c, n)
+			if err := e.primeRelay(ctx, c, namesFor(c)); err != nil {
+				return res, fmt.Errorf("prepare the %s: %w", c, err)
+			}
 		}
 		_, rv0, err := e.countObjects(ctx, nsSync)
 		if err != nil {
@@ -92,7 +96,7 @@ func (e *Env) catchup(ctx context.Context, history string) (*Throughput, error) 
 		}
 		res.MsgBytes = avgSize(msgs)
 		lastRV := maxRV(changes)
-		for _, c := range rotate(contenders, round) {
+		for _, c := range rotate(e.cfg.contenders(), round) {
 			runCtx, cancel := context.WithTimeoutCause(ctx, e.cfg.RunTimeout, errRunTimeout)
 			var run TimedRun
 			switch c {
@@ -104,8 +108,8 @@ func (e *Env) catchup(ctx context.Context, history string) (*Throughput, error) 
 				// No checkpoint: it republishes every object, the changed ones among them.
 				run = e.syncProcess(runCtx, Naive)
 				run.Published, run.Events = run.Events, k
-			case Relay:
-				run = e.catchupRelay(runCtx, relayNames, uint64(n+k), lastRV)
+			case Relay, RelayBefore:
+				run = e.catchupRelay(runCtx, c, namesFor(c), uint64(n+k), lastRV)
 			}
 			cancel()
 			if ctx.Err() != nil {
@@ -115,21 +119,23 @@ func (e *Env) catchup(ctx context.Context, history string) (*Throughput, error) 
 			res.Runs[c] = append(res.Runs[c], run)
 			e.logRun("catchup ("+history+")", c, run)
 		}
-		e.dropStream(ctx, relayNames)
+		for _, c := range relays {
+			e.dropStream(ctx, namesFor(c))
+		}
 	}
 	res.WriteRate = median(writeRates)
 	return res, nil
 }
 
-// primeRelay runs the relay from nothing over nsSync until its checkpoint covers the initial
+// primeRelay runs the relay (or the baseline's, RelayBefore) from nothing over nsSync until its checkpoint covers the initial
 // sync, then stops it gracefully.
-func (e *Env) primeRelay(ctx context.Context, nm names) error {
+func (e *Env) primeRelay(ctx context.Context, contender string, nm names) error {
 	ctx, cancel := context.WithTimeoutCause(ctx, e.cfg.RunTimeout, errRunTimeout)
 	defer cancel()
 	if err := e.freshStream(ctx, nm); err != nil {
 		return err
 	}
-	c, err := e.startContender(Relay, nm, nsSync, "publish")
+	c, err := e.startContender(contender, nm, nsSync, "publish")
 	if err != nil {
 		return err
 	}
@@ -165,10 +171,10 @@ func (e *Env) changedMessages(ctx context.Context, changes []change) ([]*nats.Ms
 
 // catchupRelay restarts the primed relay and waits until the stream holds want messages and
 // the checkpoint has reached lastRV.
-func (e *Env) catchupRelay(ctx context.Context, nm names, want uint64, lastRV string) TimedRun {
+func (e *Env) catchupRelay(ctx context.Context, contender string, nm names, want uint64, lastRV string) TimedRun {
 	run := TimedRun{Events: e.cfg.CatchupChanges}
 	m := e.meter()
-	c, err := e.startContender(Relay, nm, nsSync, "publish")
+	c, err := e.startContender(contender, nm, nsSync, "publish")
 	if err != nil {
 		run.Err = err.Error()
 		return run

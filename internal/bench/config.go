@@ -74,6 +74,10 @@ type Config struct {
 
 	// RelayBin is the relay binary to measure.
 	RelayBin string
+	// BaselineBin is the relay built from another revision (-baseline), measured as
+	// RelayBefore beside the relay in every scenario but the budget; empty for none.
+	// Baseline names it for the report.
+	BaselineBin, Baseline string
 	// RelayGiven says RelayBin was given (-relay) rather than built from the working tree,
 	// so the report names it by its own --version, not by the tree's commit.
 	RelayGiven bool

@@ -44,8 +44,12 @@ func (m meter) servers() map[string]float64 { return cpuDelta(m.before, m.e.serv
 func (e *Env) startContender(contender string, n names, namespace, initialSync string) (*child, error) {
 	logPath := filepath.Join(e.cfg.LogDir, contender+".log")
 	switch contender {
-	case Relay:
-		return startChild(Relay, e.cfg.RelayBin, nil, []string{
+	case Relay, RelayBefore:
+		bin := e.cfg.RelayBin
+		if contender == RelayBefore {
+			bin = e.cfg.BaselineBin
+		}
+		return startChild(contender, bin, nil, []string{
 			"KUBECONFIG=" + e.test.Kube.KubeconfigPath(),
 			"NATS_URL=" + e.test.NATS.URL(),
 			"RELAY_RESOURCES=configmaps",
@@ -74,7 +78,7 @@ func (e *Env) startContender(contender string, n names, namespace, initialSync s
 // list is handed to the pipeline and its watch is open; the naive relay prints naiveReady
 // once its informer synced and every listed object was published.
 func waitReady(ctx context.Context, c *child) error {
-	if c.name == Relay {
+	if isRelay(c.name) {
 		return c.waitLine(ctx, `"message":"watching"`)
 	}
 	return c.waitLine(ctx, naiveReady)

@@ -9,10 +9,18 @@
 //   - naive relay: a shared informer whose handlers publish synchronously (naive.go), run as
 //     a separate process;
 //   - relay: the kube-nats-relay binary, run as a separate process with its defaults.
+//   - relay-before (with a baseline): the relay built from another revision, run as the
+//     relay is, so that one run compares the two side by side.
 //
 // Scenarios: initial sync, catch-up after a stop, steady-state latency at fixed write rates,
 // and memory and CPU per watched object. Every size is a Config field so that a quick run
 // fits in a few minutes on a shared 2-core machine.
+//
+// Results: docs/benchmarks/<mode>.json holds every round's raw numbers and a Summary with
+// every figure the report shows (medians, ratios, targets); the Markdown of
+// docs/benchmarks.md is report.md.tmpl rendered over it, and `-render` rewrites it from the
+// JSON alone. CPU, memory and load come from the kernel through procfs, the relay's own
+// latency from its /metrics through expfmt.
 //
 // What it guarantees: numbers come only from measurements of this run; a contender that
 // fails, times out or relists where it should have resumed is reported as such, never

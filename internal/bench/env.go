@@ -7,7 +7,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -187,43 +186,6 @@ func (e *Env) Stop() {
 	e.test.Stop()
 }
 
-// findServers returns the pids of the named servers: processes one of whose arguments is a
-// path under one of dirs (testenv does not export its pids).
-func findServers(dirs []string, want ...string) (map[string]int, error) {
-	out := map[string]int{}
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil, err
-	}
-	for _, ent := range entries {
-		var pid int
-		if _, err := fmt.Sscanf(ent.Name(), "%d", &pid); err != nil {
-			continue
-		}
-		cmdline, err := os.ReadFile(filepath.Join("/proc", ent.Name(), "cmdline"))
-		if err != nil {
-			continue
-		}
-		args := strings.Split(string(cmdline), "\x00")
-		exe := filepath.Base(args[0])
-		if !slices.Contains(want, exe) {
-			continue
-		}
-		for _, a := range args[1:] {
-			if slices.ContainsFunc(dirs, func(d string) bool { return strings.Contains(a, d+"/") }) {
-				out[exe] = pid
-				break
-			}
-		}
-	}
-	for _, name := range want {
-		if out[name] == 0 {
-			return nil, fmt.Errorf("find %s of the test bed: no process works under %v", name, dirs)
-		}
-	}
-	return out, nil
-}
-
 // Keys of the CPU accounting besides the servers' names.
 const (
 	// cpuHarness is this process: load generator, consumer, raw watch, ceiling.
@@ -262,6 +224,9 @@ type names struct {
 
 func namesFor(contender string) names {
 	c := "bench-" + contender[:1] // bench-r, bench-n, bench-c: equal lengths
+	if contender == RelayBefore {
+		c = "bench-b" // not the relay's
+	}
 	return names{
 		cluster:     c,
 		stream:      strings.ToUpper(strings.ReplaceAll(c, "-", "_")),

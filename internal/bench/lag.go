@@ -1,16 +1,19 @@
 package bench
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 // lagMetric is the relay's histogram of the time from receiving a change to its JetStream
@@ -56,34 +59,30 @@ func scrapeLag(ctx context.Context, addr string) (histogram, error) {
 	if res.StatusCode != http.StatusOK {
 		return histogram{}, fmt.Errorf("GET /metrics: %s", res.Status)
 	}
-	return parseLag(bufio.NewScanner(res.Body))
+	return parseLag(res.Body)
 }
 
-// parseLag reads the lag histogram's bucket lines from the Prometheus text format.
-func parseLag(sc *bufio.Scanner) (histogram, error) {
-	byBound := map[float64]float64{}
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, lagMetric+"_bucket{") {
-			continue
-		}
-		_, rest, _ := strings.Cut(line, `le="`)
-		le, value, ok := strings.Cut(rest, `"}`)
-		if !ok {
-			return histogram{}, fmt.Errorf("unexpected metric line %q", line)
-		}
-		bound, err := strconv.ParseFloat(le, 64) // "+Inf" parses as +Inf
-		if err != nil {
-			return histogram{}, fmt.Errorf("bucket bound in %q: %w", line, err)
-		}
-		n, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
-		if err != nil {
-			return histogram{}, fmt.Errorf("bucket count in %q: %w", line, err)
-		}
-		byBound[bound] += n
+// parseLag reads the lag histogram from the Prometheus text format (expfmt), every labelled
+// series summed bucket by bucket.
+func parseLag(r io.Reader) (histogram, error) {
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(r)
+	if err != nil {
+		return histogram{}, fmt.Errorf("parse metrics: %w", err)
 	}
-	if err := sc.Err(); err != nil {
-		return histogram{}, err
+	mf, ok := families[lagMetric]
+	if !ok || mf.GetType() != dto.MetricType_HISTOGRAM {
+		return histogram{}, fmt.Errorf("no %s histogram", lagMetric)
+	}
+	byBound := map[float64]float64{}
+	for _, m := range mf.GetMetric() {
+		for _, b := range m.GetHistogram().GetBucket() {
+			n := b.GetCumulativeCountFloat()
+			if n == 0 {
+				n = float64(b.GetCumulativeCount())
+			}
+			byBound[b.GetUpperBound()] += n
+		}
 	}
 	if len(byBound) == 0 {
 		return histogram{}, fmt.Errorf("no %s buckets", lagMetric)

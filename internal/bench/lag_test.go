@@ -1,9 +1,9 @@
 package bench
 
 import (
-	"bufio"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -22,7 +22,7 @@ kube_nats_relay_publish_duration_seconds_bucket{resource="configmaps.v1",le="0.0
 
 func lagFixture(t *testing.T, a, b, c, inf int) histogram {
 	t.Helper()
-	h, err := parseLag(bufio.NewScanner(strings.NewReader(fmt.Sprintf(lagScrape, a, b, c, inf))))
+	h, err := parseLag(strings.NewReader(fmt.Sprintf(lagScrape, a, b, c, inf)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,31 @@ func TestOwnLatency(t *testing.T) {
 	if _, ok := onlyInf.quantile(0.5); ok {
 		t.Error("only the +Inf bucket: got a quantile, want none")
 	}
-	if _, err := parseLag(bufio.NewScanner(strings.NewReader("up 1\n"))); err == nil {
+	if _, err := parseLag(strings.NewReader("up 1\n")); err == nil {
 		t.Error("no lag buckets: got no error, want one")
+	}
+}
+
+func TestParseLagSumsEveryResourcesBuckets(t *testing.T) {
+	text := `# TYPE kube_nats_relay_pipeline_lag_seconds histogram
+kube_nats_relay_pipeline_lag_seconds_bucket{resource="configmaps.v1",le="0.001"} 2
+kube_nats_relay_pipeline_lag_seconds_bucket{resource="configmaps.v1",le="+Inf"} 3
+kube_nats_relay_pipeline_lag_seconds_sum{resource="configmaps.v1"} 0.01
+kube_nats_relay_pipeline_lag_seconds_count{resource="configmaps.v1"} 3
+kube_nats_relay_pipeline_lag_seconds_bucket{resource="secrets.v1",le="0.001"} 5
+kube_nats_relay_pipeline_lag_seconds_bucket{resource="secrets.v1",le="+Inf"} 7
+kube_nats_relay_pipeline_lag_seconds_sum{resource="secrets.v1"} 0.02
+kube_nats_relay_pipeline_lag_seconds_count{resource="secrets.v1"} 7
+`
+	h, err := parseLag(strings.NewReader(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := histogram{bounds: []float64{0.001, math.Inf(1)}, counts: []float64{7, 10}}
+	if !slices.Equal(h.bounds, want.bounds) || !slices.Equal(h.counts, want.counts) {
+		t.Errorf("got %+v, want %+v", h, want)
+	}
+	if _, err := parseLag(strings.NewReader("kube_nats_relay_pipeline_lag_seconds_bucket{le=\"0.001\" 1\n")); err == nil {
+		t.Error("malformed text: got no error, want one")
 	}
 }

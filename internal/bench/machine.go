@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,24 +21,7 @@ const versionTimeout = 30 * time.Second
 // kernel, and the versions of everything measured.
 func describeMachine(ctx context.Context, cfg Config) Machine {
 	m := Machine{CPUs: runtime.NumCPU(), GoVer: runtime.Version()}
-	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		for _, line := range strings.Split(string(b), "\n") {
-			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
-				m.CPUModel = strings.TrimSpace(v)
-				break
-			}
-		}
-	}
-	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
-		for _, line := range strings.Split(string(b), "\n") {
-			if v, ok := strings.CutPrefix(line, "MemTotal:"); ok {
-				var kb float64
-				if _, err := fmt.Sscanf(strings.TrimSpace(v), "%f kB", &kb); err == nil {
-					m.MemTotal = fmt.Sprintf("%.1f GiB", kb/(1<<20))
-				}
-			}
-		}
-	}
+	m.CPUModel, m.MemTotal = cpuModel(), memTotal()
 	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
 		// The release number only: a distribution's or builder's suffix says nothing about
 		// the performance measured.
@@ -63,6 +45,9 @@ func describeMachine(ctx context.Context, cfg Config) Machine {
 		m.Versions = append(m.Versions, KV{"relay", "binary given with -relay, reporting " + strconv.Quote(firstLine(ctx, cfg.RelayBin, "--version"))})
 	} else {
 		m.Versions = append(m.Versions, KV{"relay", relayRevision(ctx, cfg.RepoRoot)})
+	}
+	if cfg.BaselineBin != "" {
+		m.Versions = append(m.Versions, KV{RelayBefore, cfg.Baseline})
 	}
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		for _, d := range bi.Deps {

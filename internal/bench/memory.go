@@ -29,7 +29,7 @@ func (e *Env) runMemory(ctx context.Context, heapProfile func(size int) string) 
 		}
 		e.noteSetup(fmt.Sprintf("create ConfigMaps in %s", nsMemory), size-have, rate, time.Since(start))
 		have = size
-		for _, c := range []string{Relay, Naive} {
+		for _, c := range append(e.cfg.relays(), Naive) {
 			runCtx, cancel := context.WithTimeoutCause(ctx, e.cfg.RunTimeout+e.cfg.Settle, errRunTimeout)
 			run := e.memoryOnce(runCtx, c, size)
 			cancel()
@@ -80,7 +80,7 @@ func (e *Env) memoryOnce(ctx context.Context, contender string, size int) Memory
 	}
 	defer func() { _, _ = c.stop() }()
 	done, err := e.waitStream(ctx, nm.stream, uint64(size), c.failed)
-	if err == nil && contender == Relay {
+	if err == nil && isRelay(contender) {
 		done, err = e.waitCheckpoint(ctx, nm, nsMemory, "", c.failed)
 	}
 	if err != nil {
@@ -112,7 +112,7 @@ func (e *Env) memoryOnce(ctx context.Context, contender string, size int) Memory
 // HeapAlloc after a full GC once it has synced, minus the same before it started. With
 // profilePath set it also writes a heap profile there.
 func (e *Env) engineHeap(ctx context.Context, size int, profilePath string) MemoryRun {
-	run := MemoryRun{Contender: "relay-engine", Objects: size}
+	run := MemoryRun{Contender: RelayEngine, Objects: size}
 	nm := namesFor("engine")
 	if err := e.freshStream(ctx, nm); err != nil {
 		run.Err = err.Error()

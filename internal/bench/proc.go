@@ -16,9 +16,6 @@ import (
 )
 
 const (
-	// clockTicks is USER_HZ, the unit of /proc/<pid>/stat CPU times: 100 on every Linux
-	// architecture Go supports (the kernel fixes it for user space).
-	clockTicks = 100
 	// stopTimeout is how long a contender gets to exit after SIGTERM: the relay promises 10s.
 	stopTimeout = 15 * time.Second
 	// maxKeptLines bounds the log lines a child keeps in memory for waitLine; the relay logs
@@ -135,83 +132,6 @@ func (c *child) stop() (cpu float64, err error) {
 }
 
 func tvSeconds(tv syscall.Timeval) float64 { return float64(tv.Sec) + float64(tv.Usec)/1e6 }
-
-// procCPU returns user + system CPU seconds of pid from /proc/<pid>/stat, 0 when unreadable.
-func procCPU(pid int) float64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	// The command name (field 2) may contain spaces; fields after its closing parenthesis
-	// start with field 3 (state), so utime (field 14) and stime (15) are at 11 and 12.
-	s := string(b)
-	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(fields) < 13 {
-		return 0
-	}
-	ut, _ := strconv.ParseFloat(fields[11], 64)
-	st, _ := strconv.ParseFloat(fields[12], 64)
-	return (ut + st) / clockTicks
-}
-
-// machineBusy returns the CPU seconds all CPUs have spent busy since boot (/proc/stat: user,
-// nice, system, irq, softirq and steal; guest time is included in user).
-func machineBusy() float64 {
-	b, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		return 0
-	}
-	line, _, _ := strings.Cut(string(b), "\n")
-	f := strings.Fields(line)
-	if len(f) < 9 || f[0] != "cpu" {
-		return 0
-	}
-	busy := 0.0
-	for _, i := range []int{1, 2, 3, 6, 7, 8} {
-		v, _ := strconv.ParseFloat(f[i], 64)
-		busy += v
-	}
-	return busy / clockTicks
-}
-
-// loadAvg returns the first three fields of /proc/loadavg.
-func loadAvg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "unknown"
-	}
-	return strings.Join(f[:3], " ")
-}
-
-// procMemory returns VmRSS and VmHWM (peak RSS) of pid in bytes.
-func procMemory(pid int) (rss, hwm int64) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		k, v, ok := strings.Cut(line, ":")
-		if !ok {
-			continue
-		}
-		f := strings.Fields(v)
-		if len(f) != 2 || f[1] != "kB" {
-			continue
-		}
-		n, _ := strconv.ParseInt(f[0], 10, 64)
-		switch k {
-		case "VmRSS":
-			rss = n << 10
-		case "VmHWM":
-			hwm = n << 10
-		}
-	}
-	return rss, hwm
-}
 
 func tail(lines []string, n int) string {
 	if len(lines) > n {

@@ -15,13 +15,42 @@ const (
 	RawProto = "raw-proto"
 	Naive    = "naive"
 	Relay    = "relay"
+	// RelayBefore is the relay built from another revision (-baseline), measured in the
+	// same rounds as the relay so that the report compares the two side by side.
+	RelayBefore = "relay-before"
+	// RelayEngine is the relay's engine run inside the harness (memory scenario).
+	RelayEngine = "relay-engine"
 )
 
-// contenders in their first round's order; later rounds rotate it.
+// contenders in their first round's order; later rounds rotate it. A run with a baseline
+// adds RelayBefore after the relay.
 var contenders = []string{Ceiling, RawWatch, Naive, Relay}
 
 // syncContenders adds the protobuf reader to the initial sync.
 var syncContenders = []string{Ceiling, RawWatch, RawProto, Naive, Relay}
+
+// contenders returns the contenders of the catch-up and steady scenarios of this run.
+func (c Config) contenders() []string { return c.withBaseline(contenders) }
+
+// syncContenders returns the contenders of this run's initial sync.
+func (c Config) syncContenders() []string { return c.withBaseline(syncContenders) }
+
+// relays returns the relay binaries this run measures: the relay, and the baseline's.
+func (c Config) relays() []string { return c.withBaseline([]string{Relay}) }
+
+func (c Config) withBaseline(cs []string) []string {
+	if c.BaselineBin == "" {
+		return cs
+	}
+	return append(slices.Clone(cs), RelayBefore)
+}
+
+// isRelay says the contender is the relay binary, of this tree or of the baseline.
+func isRelay(contender string) bool { return contender == Relay || contender == RelayBefore }
+
+// publishesFromKube says the contender relays the watched changes to the stream, so that its
+// latency added to a raw watch's is measured.
+func publishesFromKube(contender string) bool { return isRelay(contender) || contender == Naive }
 
 // rotate returns cs starting at position round, so that no contender always runs first (on a
 // cold cache) or last (on a machine warmed or fragmented by the others).
@@ -56,6 +85,9 @@ type Results struct {
 	Measured []KV
 	// Notes are anomalies worth a reader's attention: failures, timeouts, relists.
 	Notes []string
+	// Summary is every figure the report shows, computed from the runs above when the
+	// results are saved: the Markdown report is rendered from it.
+	Summary *Summary `json:",omitempty"`
 }
 
 // ConfigSummary is the part of Config that shapes the numbers.

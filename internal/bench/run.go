@@ -149,8 +149,8 @@ func runCluster(ctx context.Context, cfg Config, res *Results, note func(string,
 func provenance(res *Results, cfg Config) string {
 	p := res.Started.Format("2006-01-02 15:04 UTC") + ", " + cfg.Command
 	for _, v := range res.Machine.Versions {
-		if v.Name == "relay" {
-			p += ", relay " + v.Value
+		if v.Name == Relay || v.Name == RelayBefore {
+			p += ", " + v.Name + " " + v.Value
 		}
 	}
 	return p

@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"sync"
 	"time"
@@ -47,7 +46,7 @@ func (e *Env) runSteady(ctx context.Context) ([]*Steady, error) {
 			}
 		}
 		for round := range e.cfg.Rounds {
-			for _, c := range rotate(contenders, round) {
+			for _, c := range rotate(e.cfg.contenders(), round) {
 				runCtx, cancel := context.WithTimeoutCause(ctx, e.cfg.RunTimeout, errRunTimeout)
 				run := e.steadyOnce(runCtx, c, rate, msgs)
 				cancel()
@@ -69,8 +68,6 @@ func (e *Env) runSteady(ctx context.Context) ([]*Steady, error) {
 	return out, nil
 }
 
-func ms(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d)/1e6) }
-
 // steadyOnce runs one contender's window at rate.
 func (e *Env) steadyOnce(ctx context.Context, contender string, rate int, msgs []*nats.Msg) (run LatencyRun) {
 	fail := func(err error) LatencyRun { run.Err = err.Error(); return run }
@@ -82,7 +79,7 @@ func (e *Env) steadyOnce(ctx context.Context, contender string, rate int, msgs [
 		}
 		defer e.dropStream(context.WithoutCancel(ctx), nm)
 	}
-	if contender == Relay || contender == Naive {
+	if publishesFromKube(contender) {
 		var err error
 		if proc, err = e.startContender(contender, nm, nsSteady, "publish"); err != nil {
 			return fail(err)
@@ -94,7 +91,7 @@ func (e *Env) steadyOnce(ctx context.Context, contender string, rate int, msgs [
 		if _, err := e.waitStream(ctx, nm.stream, uint64(e.cfg.SteadyObjects), proc.failed); err != nil {
 			return fail(err)
 		}
-		if contender == Relay {
+		if isRelay(contender) {
 			if _, err := e.waitCheckpoint(ctx, nm, nsSteady, "", proc.failed); err != nil {
 				return fail(err)
 			}
@@ -122,7 +119,7 @@ func (e *Env) steadyOnce(ctx context.Context, contender string, rate int, msgs [
 	// column (logged), not the round.
 	var addr string
 	var lag0 histogram
-	if contender == Relay {
+	if isRelay(contender) {
 		var err error
 		if addr, err = proc.httpAddr(); err == nil {
 			lag0, err = scrapeLag(ctx, addr)
@@ -174,7 +171,7 @@ func (e *Env) steadyOnce(ctx context.Context, contender string, rate int, msgs [
 		}
 		run.Received++
 		e2e = append(e2e, got.Sub(w.at))
-		if contender == Relay || contender == Naive {
+		if publishesFromKube(contender) {
 			if saw, ok := watched.get(w.key()); ok {
 				added = append(added, got.Sub(saw))
 			}

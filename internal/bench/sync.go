@@ -29,7 +29,7 @@ func (e *Env) runSync(ctx context.Context) (*Throughput, error) {
 	objs = nil
 	res := &Throughput{Events: n, MsgBytes: avgSize(msgs), Runs: map[string][]TimedRun{}}
 	for round := range e.cfg.Rounds {
-		for _, c := range rotate(syncContenders, round) {
+		for _, c := range rotate(e.cfg.syncContenders(), round) {
 			runCtx, cancel := context.WithTimeoutCause(ctx, e.cfg.RunTimeout, errRunTimeout)
 			var run TimedRun
 			switch c {
@@ -136,7 +136,7 @@ func (e *Env) syncProcess(ctx context.Context, contender string) TimedRun {
 	run.ServerCPU = m.servers()
 	run.CPU = c.cpu()
 	run.FirstAt, run.Took = m.since(first), m.since(done)
-	if contender == Relay {
+	if isRelay(contender) {
 		ck, err := e.waitCheckpoint(ctx, nm, nsSync, "", c.failed)
 		if err != nil {
 			run.Err = "checkpoint: " + err.Error()
