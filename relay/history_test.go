@@ -30,7 +30,7 @@ func leaseCluster(rv string, checked func(n int)) *scriptedReader {
 			if n := checks.Add(1); checked != nil {
 				checked(int(n))
 			}
-			return &page{resourceVersion: rv}, nil
+			return &page{ResourceVersion: rv}, nil
 		}
 		return scriptedPage(rv, "", leaseRV("100")), nil
 	}}

@@ -117,7 +117,7 @@ func (in *intake) offerMarked(ctx context.Context, obj object, t event.Type, ori
 	} else {
 		in.index.put(key, entry{UID: meta.UID, ResourceVersion: meta.ResourceVersion})
 	}
-	return in.emitShaped(ctx, meta, shaped, old, obj.body, checkpointRV, marks)
+	return in.emitShaped(ctx, meta, shaped, old, obj.Body, checkpointRV, marks)
 }
 
 // selected reports whether objects in namespace ns are relayed under the source's namespace
@@ -137,7 +137,7 @@ func (in *intake) selected(ns string) bool {
 // shape returns obj as the rules publish it. An object read as is keeps its identity-only
 // Object: its body is published as read, and the rules that allow it decide without more.
 func (in *intake) shape(obj object) map[string]any {
-	if obj.body != nil {
+	if obj.Body != nil {
 		return obj.Object
 	}
 	return in.src.rules.Shape(obj.Object)
@@ -214,7 +214,7 @@ func (in *intake) emitUnpublished(ctx context.Context, obj object) error {
 	if in.src.mirror != nil {
 		// Only the mirror's record is wanted; the event is built because the record is
 		// derived from the same shaping and size limit.
-		_, mirror, _ := in.src.message(meta, shaped, nil, obj.body, eventMarks{})
+		_, mirror, _ := in.src.message(meta, shaped, nil, obj.Body, eventMarks{})
 		it.mirror = withID(mirror, id, "mirror")
 	}
 	if it.current() == nil {

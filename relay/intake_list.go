@@ -137,8 +137,8 @@ func listPages(ctx context.Context, client reader, labelSelector, fieldSelector,
 			opts.Limit = pg.limit
 			page, err := client.List(fetchCtx, opts)
 			if err == nil {
-				charged = chargePage(budget, charged, page.bytes)
-				pg.observe(page.bytes, len(page.items))
+				charged = chargePage(budget, charged, page.Bytes)
+				pg.observe(page.Bytes, len(page.Items))
 			} else {
 				budget.releasePage(charged)
 				charged = 0
@@ -149,11 +149,11 @@ func listPages(ctx context.Context, client reader, labelSelector, fieldSelector,
 				budget.releasePage(charged)
 				return
 			}
-			if err != nil || page.continueToken == "" {
+			if err != nil || page.Continue == "" {
 				return
 			}
 			// A continue token carries the list's resourceVersion itself.
-			opts.Continue, opts.ResourceVersion, opts.ResourceVersionMatch = page.continueToken, "", ""
+			opts.Continue, opts.ResourceVersion, opts.ResourceVersionMatch = page.Continue, "", ""
 		}
 	}()
 	var listRV string
@@ -162,7 +162,7 @@ func listPages(ctx context.Context, client reader, labelSelector, fieldSelector,
 			return "", fmt.Errorf("list at %q: %w", rv, r.err)
 		}
 		if listRV == "" {
-			listRV = r.page.resourceVersion
+			listRV = r.page.ResourceVersion
 		}
 		if err := handPage(r.page, r.charged, budget, fn); err != nil {
 			return "", err

@@ -24,7 +24,7 @@ type listRV struct {
 
 func (l *listRV) List(_ context.Context, opts metav1.ListOptions) (*page, error) {
 	l.opts = append(l.opts, opts)
-	return &page{resourceVersion: l.rv}, nil
+	return &page{ResourceVersion: l.rv}, nil
 }
 
 func (l *listRV) Watch(context.Context, metav1.ListOptions) (watch.Interface, error) {
@@ -124,7 +124,7 @@ func (c *restoredCluster) List(_ context.Context, opts metav1.ListOptions) (*pag
 	if opts.Limit != 1 {
 		c.lists <- rv
 	}
-	return &page{resourceVersion: rv}, nil
+	return &page{ResourceVersion: rv}, nil
 }
 
 func (c *restoredCluster) Watch(context.Context, metav1.ListOptions) (watch.Interface, error) {

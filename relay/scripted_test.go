@@ -66,9 +66,9 @@ func scriptedConfigMap(ns, name, uid, rv, value string) *unstructured.Unstructur
 
 // listOf is a list page holding objs at resourceVersion rv; cont is its continue token.
 func scriptedPage(rv, cont string, objs ...*unstructured.Unstructured) *page {
-	p := &page{resourceVersion: rv, continueToken: cont}
+	p := &page{ResourceVersion: rv, Continue: cont}
 	for _, o := range objs {
-		p.items = append(p.items, object{Unstructured: o})
+		p.Items = append(p.Items, object{Unstructured: o})
 	}
 	return p
 }

@@ -14,6 +14,8 @@ import (
 	"golang.org/x/sync/errgroup"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+
+	"github.com/kube-nats-relay/kube-nats-relay/relay/internal/rawread"
 )
 
 // publishStuckAfter is how long publishing may keep failing before the source reports not
@@ -71,6 +73,8 @@ type SourceConfig struct {
 type Source struct {
 	cfg    SourceConfig
 	client reader
+	// raw is the reader client wraps when the source reads through RawReaders; nil otherwise.
+	raw    *rawread.Reader
 	pub    Publisher
 	ckpt   Checkpointer
 	objIdx ObjectIndex
@@ -161,16 +165,13 @@ func (s *Source) ReadThrough(r *RawReaders) error {
 	if s.cfg.Resource.Namespaced {
 		ns = s.cfg.Namespace
 	}
-	rd, err := r.reader(gvr, ns)
+	rd, err := r.Reader(gvr, ns, asReadOf(s.rules))
 	if err != nil {
 		return err
 	}
-	rd.budget = s.budget
-	s.client = rd
-	s.nsClient = func(ns string) reader {
-		return &rawReader{client: rd.client, gvr: gvr, ns: ns, asRead: rd.asRead, budget: s.budget}
-	}
-	s.readMode()
+	s.raw = rd
+	s.client = budgetedReader{rd, s.budget}
+	s.nsClient = func(ns string) reader { return budgetedReader{s.raw.Namespace(ns), s.budget} }
 	return nil
 }
 
@@ -179,8 +180,8 @@ func (s *Source) ReadThrough(r *RawReaders) error {
 // through RawReaders (ReadThrough) are sized and counted; changes always are.
 func (s *Source) WithBudget(b *Budget) *Source {
 	s.budget = b
-	if rd, ok := s.client.(*rawReader); ok {
-		rd.budget = b
+	if s.raw != nil {
+		s.client = budgetedReader{s.raw, b}
 	}
 	return s
 }
@@ -195,8 +196,9 @@ func (s *Source) WithRules(r Rules) *Source {
 // readMode makes a source that reads through RawReaders read objects as is when its rules
 // allow it (see AsReadRules): their bodies are then published without being decoded.
 func (s *Source) readMode() {
-	if rd, ok := s.client.(*rawReader); ok {
-		rd.asRead = asReadOf(s.rules)
+	if s.raw != nil {
+		s.raw = s.raw.ReadAs(asReadOf(s.rules))
+		s.client = budgetedReader{s.raw, s.budget}
 	}
 }
 
