@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"k8s.io/utils/clock"
 )
 
 // Checkpointer loads and saves the resourceVersion a source resumes from.
@@ -30,6 +31,7 @@ type checkpointSaver struct {
 	ckpt     Checkpointer
 	key      string
 	interval time.Duration
+	clock    clock.WithTicker
 
 	mu     sync.Mutex
 	latest string
@@ -43,8 +45,8 @@ type checkpointSaver struct {
 // finalSaveBudget is the share of the shutdown timeout kept for writing the final checkpoint.
 const finalSaveBudget = time.Second
 
-func newCheckpointSaver(ckpt Checkpointer, key, saved string, interval time.Duration) *checkpointSaver {
-	return &checkpointSaver{ckpt: ckpt, key: key, interval: interval, latest: saved, saved: saved, urgent: make(chan struct{}, 1)}
+func newCheckpointSaver(ckpt Checkpointer, key, saved string, interval time.Duration, clk clock.WithTicker) *checkpointSaver {
+	return &checkpointSaver{ckpt: ckpt, key: key, interval: interval, clock: clk, latest: saved, saved: saved, urgent: make(chan struct{}, 1)}
 }
 
 // advance records rv as acked; called from the pipeline goroutine, never blocks.
@@ -61,7 +63,7 @@ func (c *checkpointSaver) advance(rv string, urgent bool) {
 }
 
 func (c *checkpointSaver) run(ctx, base context.Context, pipelineDone <-chan struct{}, finalBudget time.Duration, fail context.CancelCauseFunc, log zerolog.Logger) error {
-	tick := time.NewTicker(c.interval)
+	tick := c.clock.NewTicker(c.interval)
 	defer tick.Stop()
 	save := func(ctx context.Context) bool {
 		c.saveMu.Lock()
@@ -97,7 +99,7 @@ func (c *checkpointSaver) run(ctx, base context.Context, pipelineDone <-chan str
 				log.Warn().Str("rv", c.saved).Msg("final checkpoint not saved; the next start resumes from the last saved one")
 			}
 			return nil
-		case <-tick.C:
+		case <-tick.C():
 			save(base)
 		case <-c.urgent:
 			save(base)

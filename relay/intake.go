@@ -144,7 +144,7 @@ func (in *intake) run(ctx context.Context, rv string) error {
 				origin = event.Relist
 			}
 		default:
-			start := time.Now()
+			start := in.src.clock.Now()
 			var opened bool
 			opened, err = in.watch(ctx, &rv)
 			needCheck = true
@@ -154,7 +154,7 @@ func (in *intake) run(ctx context.Context, rv string) error {
 					continue
 				}
 			}
-			if err == nil && time.Since(start) >= shortWatch {
+			if err == nil && in.src.clock.Since(start) >= shortWatch {
 				failures = 0
 				continue
 			}
@@ -201,7 +201,7 @@ func (in *intake) run(ctx context.Context, rv string) error {
 			select {
 			case <-ctx.Done():
 				return nil
-			case <-time.After(wait):
+			case <-in.src.clock.After(wait):
 			}
 			continue
 		}
@@ -211,7 +211,7 @@ func (in *intake) run(ctx context.Context, rv string) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-time.After(wait):
+		case <-in.src.clock.After(wait):
 		}
 	}
 	return nil
@@ -327,14 +327,14 @@ func (in *intake) send(ctx context.Context, it *item) (err error) {
 	default:
 	}
 	if in.release != nil {
-		stall := time.NewTimer(watchStallLimit)
+		stall := in.src.clock.NewTimer(watchStallLimit)
 		defer stall.Stop()
 		select {
 		case in.out <- it:
 			return nil
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-stall.C:
+		case <-stall.C():
 			in.log.Warn().Stringer("stalled", watchStallLimit).Msg("publishing is behind: watch released until the buffer drains")
 			in.release()
 			in.release = nil

@@ -32,7 +32,7 @@ func (s *Source) meta(obj *unstructured.Unstructured, t event.Type, origin event
 		ResourceVersion: obj.GetResourceVersion(),
 		Type:            t,
 		Origin:          origin,
-		Time:            s.now(),
+		Time:            s.clock.Now(),
 		History:         s.history.Load(),
 	}
 }

@@ -95,12 +95,6 @@ func filteredNote(reason string) Note {
 	return NoteFilteredWhen
 }
 
-// WithObserver makes the source report to o; nil reports nothing.
-func (s *Source) WithObserver(o Observer) *Source {
-	s.obs = o
-	return s
-}
-
 // note reports n to the source's observer, if any.
 func (s *Source) note(n Note) {
 	if s.obs != nil {

@@ -57,7 +57,7 @@ type benchResource struct {
 func (benchResource) Namespace(string) dynamic.ResourceInterface { return benchResource{} }
 
 func benchSource() *Source {
-	return NewSource(SourceConfig{
+	s, err := NewSource(SourceConfig{
 		Cluster: "prod",
 		Prefix:  "kube",
 		Resource: Resource{
@@ -66,7 +66,11 @@ func benchSource() *Source {
 			Namespaced:           true,
 		},
 		MaxPayload: 1 << 20,
-	}, benchDynamic{}, nil, nil, nil)
+	}, SourceDeps{Client: benchDynamic{}})
+	if err != nil {
+		panic(err)
+	}
+	return s
 }
 
 var (

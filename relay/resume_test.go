@@ -5,13 +5,13 @@ import (
 	"errors"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/rs/zerolog"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/clock"
 
 	"github.com/kube-nats-relay/kube-nats-relay/event"
 )
@@ -136,7 +136,7 @@ func (c *restoredCluster) Watch(context.Context, metav1.ListOptions) (watch.Inte
 func TestRewatchAfterAnEtcdRestoreRelists(t *testing.T) {
 	cluster := &restoredCluster{rv: "100", watches: make(chan *watch.FakeWatcher, 1), lists: make(chan string, 1)}
 	notes := countNotes{}
-	src := &Source{client: cluster, obs: notes, rules: defaultRules{}, index: newIndex(), now: time.Now,
+	src := &Source{client: cluster, obs: notes, rules: defaultRules{}, index: newIndex(), clock: clock.RealClock{},
 		cfg: SourceConfig{Resource: Resource{GroupVersionResource: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}}}}
 	out := make(chan *item, 16)
 	in := &intake{src: src, out: out, index: src.index, log: zerolog.Nop()}

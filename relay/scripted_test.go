@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/clock"
 
 	"github.com/kube-nats-relay/kube-nats-relay/event"
 )
@@ -124,7 +125,7 @@ func newScriptedIntake(r reader, rules Rules) *scriptedIntake {
 			GroupVersionResource: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"},
 			Kind:                 "ConfigMap", Namespaced: true,
 		}},
-		client: r, index: newIndex(), now: time.Now, rules: rules,
+		client: r, index: newIndex(), clock: clock.RealClock{}, rules: rules,
 		nsClient: func(string) reader { return r },
 	}
 	out := make(chan *item, 1000)

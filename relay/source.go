@@ -14,8 +14,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
-
-	"github.com/kube-nats-relay/kube-nats-relay/relay/internal/rawread"
+	"k8s.io/utils/clock"
 )
 
 // publishStuckAfter is how long publishing may keep failing before the source reports not
@@ -73,8 +72,6 @@ type SourceConfig struct {
 type Source struct {
 	cfg    SourceConfig
 	client reader
-	// raw is the reader client wraps when the source reads through RawReaders; nil otherwise.
-	raw    *rawread.Reader
 	pub    Publisher
 	ckpt   Checkpointer
 	objIdx ObjectIndex
@@ -82,7 +79,8 @@ type Source struct {
 	obs    Observer
 	key    string
 	index  *index
-	now    func() time.Time
+	// clock tells the time of events and times the intake's waits (a fake one in tests).
+	clock clock.WithTicker
 	// rules filter and shape changes; nsRules and namespaces select by namespace on the
 	// client side (nil: every namespace).
 	rules      Rules
@@ -143,76 +141,91 @@ func (s *Source) Status() (ready bool, reason string) {
 	return true, ""
 }
 
-// NewSource returns a source that reads through client (a dynamic client for the resource),
-// publishes with pub, checkpoints with ckpt and records what it published in objIdx (nil
-// keeps the index in memory only, so a restart cannot diff a relist against it).
-func NewSource(cfg SourceConfig, client dynamic.Interface, pub Publisher, ckpt Checkpointer, objIdx ObjectIndex) *Source {
-	ri := client.Resource(cfg.Resource.GroupVersionResource)
-	var rc dynamic.ResourceInterface = ri
-	if cfg.Resource.Namespaced && cfg.Namespace != "" {
-		rc = ri.Namespace(cfg.Namespace)
+// SourceDeps are what a source reads from, publishes to, keeps its state in and reports to.
+// Publisher, Checkpointer and one of Readers or Client are required; every other field may be
+// left zero, which its comment describes.
+type SourceDeps struct {
+	// Readers list and watch in one pass (see RawReaders); when the Rules publish objects as
+	// read (AsReadRules), bodies are not decoded at all. Client is used when Readers is nil.
+	Readers *RawReaders
+	// Client is a dynamic client of the cluster, read through when Readers is nil.
+	Client dynamic.Interface
+	// Publisher publishes the events, index records and mirror states.
+	Publisher Publisher
+	// Checkpointer loads and saves the resourceVersion the source resumes from.
+	Checkpointer Checkpointer
+	// Index records what the source published; nil keeps the index in memory only, so a
+	// restart cannot diff a relist against it.
+	Index ObjectIndex
+	// Mirror, when set, is kept up to date with every object's state (before each event).
+	Mirror StateMirror
+	// Budget bounds, in bytes and shared with other sources, the list pages and changes held
+	// between reading and ack; nil bounds them by counts only. Only list pages read through
+	// Readers are sized and counted; changes always are.
+	Budget *Budget
+	// Rules filter and shape changes; nil publishes every change with managedFields
+	// stripped.
+	Rules Rules
+	// NamespaceRules, when set, relay only objects whose namespace they select; Namespaces
+	// supplies namespace labels and must be running (nil when the rules do not look at labels).
+	NamespaceRules NamespaceRules
+	Namespaces     *Namespaces
+	// Observer is reported every publication and note; nil reports nothing.
+	Observer Observer
+	// History keeps the history epoch; it must be the Checkpointer's store of the same
+	// checkpoints. Without it the epoch is kept in memory only, and a restart after a restore
+	// goes back to epoch 0.
+	History HistoryKeeper
+	// Published, when set, is read before a delete is inferred, so that a delete published
+	// just before a crash (its index record not yet written) is not published a second time
+	// by the relist that follows.
+	Published PublishedLog
+	// Denials, when set, fail publishes at once when the server reports a permissions
+	// violation for their subject; nil waits for the ack's timeout.
+	Denials *Denials
+	// Clock tells the time of events and times the intake's waits; nil is the real clock.
+	Clock clock.WithTicker
+}
+
+// NewSource returns a source of cfg wired to deps. It fails only when the REST client of the
+// resource's group version cannot be made from Readers' configuration, or when neither
+// Readers nor Client is set.
+func NewSource(cfg SourceConfig, deps SourceDeps) (*Source, error) {
+	s := &Source{cfg: cfg, pub: deps.Publisher, ckpt: deps.Checkpointer, objIdx: deps.Index, mirror: deps.Mirror,
+		obs: deps.Observer, key: CheckpointKey(cfg), index: newIndex(), clock: deps.Clock, rules: deps.Rules,
+		nsRules: deps.NamespaceRules, namespaces: deps.Namespaces, published: deps.Published, denials: deps.Denials,
+		budget: deps.Budget, hist: deps.History}
+	if s.rules == nil {
+		s.rules = defaultRules{}
 	}
-	return &Source{cfg: cfg, client: dynamicReader{rc}, pub: pub, ckpt: ckpt, objIdx: objIdx, key: CheckpointKey(cfg), index: newIndex(), now: time.Now,
-		rules: defaultRules{}, nsClient: func(ns string) reader { return dynamicReader{ri.Namespace(ns)} }}
-}
-
-// ReadThrough makes the source list and watch through r, which decodes responses in one pass,
-// instead of the dynamic client it was created with; when the source's rules publish objects
-// as read (AsReadRules), it does not decode their bodies at all.
-func (s *Source) ReadThrough(r *RawReaders) error {
-	gvr := s.cfg.Resource.GroupVersionResource
-	ns := ""
-	if s.cfg.Resource.Namespaced {
-		ns = s.cfg.Namespace
+	if s.clock == nil {
+		s.clock = clock.RealClock{}
 	}
-	rd, err := r.Reader(gvr, ns, asReadOf(s.rules))
-	if err != nil {
-		return err
+	gvr := cfg.Resource.GroupVersionResource
+	switch {
+	case deps.Readers != nil:
+		ns := ""
+		if cfg.Resource.Namespaced {
+			ns = cfg.Namespace
+		}
+		rd, err := deps.Readers.Reader(gvr, ns, asReadOf(s.rules))
+		if err != nil {
+			return nil, err
+		}
+		s.client = budgetedReader{rd, s.budget}
+		s.nsClient = func(ns string) reader { return budgetedReader{rd.Namespace(ns), s.budget} }
+	case deps.Client != nil:
+		ri := deps.Client.Resource(gvr)
+		var rc dynamic.ResourceInterface = ri
+		if cfg.Resource.Namespaced && cfg.Namespace != "" {
+			rc = ri.Namespace(cfg.Namespace)
+		}
+		s.client = dynamicReader{rc}
+		s.nsClient = func(ns string) reader { return dynamicReader{ri.Namespace(ns)} }
+	default:
+		return nil, errors.New("new source " + s.describe() + ": neither Readers nor Client set")
 	}
-	s.raw = rd
-	s.client = budgetedReader{rd, s.budget}
-	s.nsClient = func(ns string) reader { return budgetedReader{s.raw.Namespace(ns), s.budget} }
-	return nil
-}
-
-// WithBudget makes the source hold its list pages and its changes between reading and ack
-// within b, which other sources may share (nil: bounded by counts only). Only list pages read
-// through RawReaders (ReadThrough) are sized and counted; changes always are.
-func (s *Source) WithBudget(b *Budget) *Source {
-	s.budget = b
-	if s.raw != nil {
-		s.client = budgetedReader{s.raw, b}
-	}
-	return s
-}
-
-// WithRules makes the source filter and shape changes with r.
-func (s *Source) WithRules(r Rules) *Source {
-	s.rules = r
-	s.readMode()
-	return s
-}
-
-// readMode makes a source that reads through RawReaders read objects as is when its rules
-// allow it (see AsReadRules): their bodies are then published without being decoded.
-func (s *Source) readMode() {
-	if s.raw != nil {
-		s.raw = s.raw.ReadAs(asReadOf(s.rules))
-		s.client = budgetedReader{s.raw, s.budget}
-	}
-}
-
-// WithNamespaceRules makes the source relay only objects whose namespace nr selects; ns
-// supplies namespace labels and must be running (nil when nr does not look at labels).
-func (s *Source) WithNamespaceRules(nr NamespaceRules, ns *Namespaces) *Source {
-	s.nsRules, s.namespaces = nr, ns
-	return s
-}
-
-// WithMirror makes the source keep the state mirror m up to date (before each event).
-func (s *Source) WithMirror(m StateMirror) *Source {
-	s.mirror = m
-	return s
+	return s, nil
 }
 
 // CheckpointKey names a source's checkpoint: cluster, group, resource, namespace and, when
@@ -266,7 +279,7 @@ func (s *Source) Run(ctx context.Context) error {
 	// srcCtx ends with ctx, or when the checkpoint turns out to be written by someone else.
 	srcCtx, fail := context.WithCancelCause(ctx)
 	defer fail(nil)
-	cp := newCheckpointSaver(s.ckpt, s.key, rv, s.cfg.CheckpointInterval)
+	cp := newCheckpointSaver(s.ckpt, s.key, rv, s.cfg.CheckpointInterval, s.clock)
 	cp.fail = fail
 	p := newPipeline(s.pub, s.cfg.Buffer, s.cfg.MaxInflight, cp.advance, func(it *item, err error) {
 		// The first failure of a change and every tenth retry are warnings; the rest are
@@ -340,7 +353,7 @@ func (s *Source) load(ctx context.Context, log zerolog.Logger) (string, error) {
 		select {
 		case <-ctx.Done():
 			return "", ctx.Err()
-		case <-time.After(wait):
+		case <-s.clock.After(wait):
 		}
 	}
 }

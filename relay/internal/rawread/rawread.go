@@ -125,13 +125,6 @@ func (r *Reader) request(opts *metav1.ListOptions) *rest.Request {
 		VersionedParams(opts, metav1.ParameterCodec)
 }
 
-// ReadAs returns the same reader reading objects as is with asRead (nil: decoded whole).
-func (r *Reader) ReadAs(asRead *AsRead) *Reader {
-	c := *r
-	c.asRead = asRead
-	return &c
-}
-
 // List reads one page.
 func (r *Reader) List(ctx context.Context, opts metav1.ListOptions) (*Page, error) {
 	res := r.request(&opts).Do(ctx)
