@@ -95,7 +95,7 @@ func (in *intake) offerMarked(ctx context.Context, obj object, t event.Type, ori
 	}
 	if !v.Publish {
 		in.src.note(filteredNote(v.Reason))
-		in.log.Debug().Str("type", string(t)).Str("key", key).Str("rv", meta.ResourceVersion).Str("reason", v.Reason).Msg("change filtered")
+		in.log.Debug().Str("type", string(t)).Str("key", key).Str("rv", meta.ResourceVersion).Str("reason", string(v.Reason)).Msg("change filtered")
 		if t == event.Deleted && indexed {
 			// The object leaves the index (and the mirror) without an event, so that a
 			// relist does not infer its delete later.

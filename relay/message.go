@@ -49,15 +49,15 @@ func (s *Source) message(meta event.Meta, shaped, old map[string]any, body []byt
 	if marks.leftSelection {
 		msg.Header.Set(event.HeaderLeftSelection, "true")
 	}
-	var payload string
+	var payload event.Payload
 	var err error
 	if body == nil {
 		body, payload, err = s.rules.Body(shaped, old)
 	}
 	if err == nil {
 		// The headers that go with the body count toward the size limit.
-		if payload != "" {
-			msg.Header.Set(event.HeaderPayload, payload)
+		if payload != event.PayloadObject {
+			msg.Header.Set(event.HeaderPayload, string(payload))
 		}
 		if s.cfg.Redacted != "" {
 			msg.Header.Set(event.HeaderRedacted, event.EncodeHeaderValue(s.cfg.Redacted))
@@ -86,7 +86,7 @@ func (s *Source) message(meta event.Meta, shaped, old map[string]any, body []byt
 		// Too large for the bucket as well: keep the object's identity, like the event.
 		ref, _ := s.tombstone(metaKey(meta), entry{UID: meta.UID, ResourceVersion: meta.ResourceVersion}).MarshalJSON()
 		mirror = s.mirror.Record(meta, ref)
-	case payload != "":
+	case payload != event.PayloadObject:
 		// The body wraps the object with its old state or a patch: the mirror keeps only
 		// the object.
 		state, err := json.Marshal(shaped)

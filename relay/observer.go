@@ -85,11 +85,11 @@ const (
 )
 
 // filteredNote is the note of a change the rules suppressed for reason.
-func filteredNote(reason string) Note {
+func filteredNote(reason event.FilterReason) Note {
 	switch reason {
-	case "event-type":
+	case event.FilterReasonEventType:
 		return NoteFilteredEventType
-	case "quiet":
+	case event.FilterReasonQuiet:
 		return NoteFilteredQuiet
 	}
 	return NoteFilteredWhen

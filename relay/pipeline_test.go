@@ -397,7 +397,7 @@ func TestPipelineSendsTheReferenceOfAnEventRefusedAsTooLarge(t *testing.T) {
 	r, refusals := startRefusingPipeline(t, 10)
 	it := change("a", "a1", "1")
 	it.msg.Data = []byte(`{"big":true}`)
-	it.msg.Header = nats.Header{event.HeaderPayload: {event.PayloadObjectAndOld}}
+	it.msg.Header = nats.Header{event.HeaderPayload: {string(event.PayloadObjectAndOld)}}
 	it.index = &nats.Msg{Subject: "idx.a1"}
 	r.p.in <- it
 

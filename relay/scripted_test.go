@@ -108,7 +108,7 @@ type scriptedObjectAndOldRules struct{}
 func (scriptedObjectAndOldRules) NeedsOld() bool                          { return true }
 func (scriptedObjectAndOldRules) Shape(obj map[string]any) map[string]any { return obj }
 func (scriptedObjectAndOldRules) Decide(Change) Verdict                   { return Verdict{Publish: true} }
-func (scriptedObjectAndOldRules) Body(obj, old map[string]any) ([]byte, string, error) {
+func (scriptedObjectAndOldRules) Body(obj, old map[string]any) ([]byte, event.Payload, error) {
 	b, err := json.Marshal(map[string]any{"object": obj, "oldObject": old})
 	return b, event.PayloadObjectAndOld, err
 }

@@ -126,7 +126,7 @@ func TestShapingQuietUpdatesAndTransitions(t *testing.T) {
 	}
 
 	settings := lastOf(t, msgs, name, "settings")
-	if got := settings.header.Get(event.HeaderPayload); got != event.PayloadObjectAndPatch {
+	if got := settings.header.Get(event.HeaderPayload); got != string(event.PayloadObjectAndPatch) {
 		t.Errorf("got payload %q, want %q", got, event.PayloadObjectAndPatch)
 	}
 	if got := field(settings.body, "object", "data"); fmt.Sprint(got) != "map[keep:2]" {
