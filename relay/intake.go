@@ -196,7 +196,7 @@ func (in *intake) run(ctx context.Context, rv string) error {
 			permanentFailures++
 			perr := fmt.Errorf("%w: %s: %w", ErrPermanent, in.src.describe(), err)
 			in.src.watchErr.Store(&perr)
-			wait := permanentBackoff(permanentFailures)
+			wait := refusedRetry.delay(permanentFailures)
 			in.log.Error().Err(err).Stringer("retry_in", wait).Msg("resource failing: the server refuses it")
 			select {
 			case <-ctx.Done():
@@ -206,7 +206,7 @@ func (in *intake) run(ctx context.Context, rv string) error {
 			continue
 		}
 		failures++
-		wait := watchBackoff(failures)
+		wait := watchRetry.delay(failures)
 		in.log.Warn().Err(err).Str("rv", rv).Stringer("retry_in", wait).Msg("list or watch failed, retrying")
 		select {
 		case <-ctx.Done():
@@ -231,16 +231,6 @@ func isExpired(err error) bool {
 func isPermanent(err error) bool {
 	return apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) || apierrors.IsNotFound(err) ||
 		apierrors.IsMethodNotSupported(err) || apierrors.IsBadRequest(err) || apierrors.IsInvalid(err)
-}
-
-// permanentBackoff is the wait before retrying a resource the server refuses: growing from
-// watchBackoffMax to permanentBackoffMax.
-func permanentBackoff(failures int) time.Duration {
-	d := watchBackoffMax
-	for i := 1; i < failures && d < permanentBackoffMax; i++ {
-		d *= 2
-	}
-	return min(d, permanentBackoffMax)
 }
 
 // watch watches from *rv until the watch ends, advancing *rv with every event and bookmark.
@@ -357,14 +347,4 @@ func asObject(o runtime.Object) (object, bool) {
 		return object{Unstructured: o}, true
 	}
 	return object{}, false
-}
-
-func watchBackoff(failures int) time.Duration {
-	d := watchBackoffMin
-	for i := 1; i < failures && d < watchBackoffMax; i++ {
-		d *= 2
-	}
-	d = min(d, watchBackoffMax)
-	// Jitter of up to a quarter spreads retries of many sources after a shared outage.
-	return d - time.Duration(rand.Int64N(int64(d)/4+1))
 }

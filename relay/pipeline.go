@@ -449,7 +449,7 @@ func (p *pipeline) run(ctx context.Context, stop <-chan struct{}) error {
 				}
 				it := r.it
 				backingOff[it] = true
-				time.AfterFunc(backoff(it.attempts), func() { retries <- it })
+				time.AfterFunc(publishRetry.delay(it.attempts), func() { retries <- it })
 				continue
 			}
 			inflight--
@@ -560,13 +560,4 @@ func identityState(msg *nats.Msg, key string) ([]byte, bool) {
 	}
 	b, err := json.Marshal(map[string]any{"apiVersion": meta.APIVersion(), "kind": meta.Kind, "metadata": metadata})
 	return b, err == nil
-}
-
-// backoff returns the wait before attempt n+1: doubling from retryBackoffMin, capped.
-func backoff(attempts int) time.Duration {
-	d := retryBackoffMin
-	for i := 1; i < attempts && d < retryBackoffMax; i++ {
-		d *= 2
-	}
-	return min(d, retryBackoffMax)
 }

@@ -348,7 +348,7 @@ func (s *Source) load(ctx context.Context, log zerolog.Logger) (string, error) {
 		if err == nil || ctx.Err() != nil {
 			return rv, err
 		}
-		wait := watchBackoff(failures)
+		wait := watchRetry.delay(failures)
 		log.Warn().Err(err).Stringer("retry_in", wait).Msg("loading checkpoint and index failed, retrying")
 		select {
 		case <-ctx.Done():
