@@ -62,7 +62,10 @@ func (c *checkpointSaver) advance(rv string, urgent bool) {
 	}
 }
 
-func (c *checkpointSaver) run(ctx, base context.Context, pipelineDone <-chan struct{}, finalBudget time.Duration, fail context.CancelCauseFunc, log zerolog.Logger) error {
+// run saves until the pipeline is done, then saves a last time within finalBudget. Failed
+// saves are logged and retried at the next tick; a conflict (another writer) is handed to
+// fail, which stops the source.
+func (c *checkpointSaver) run(ctx, base context.Context, pipelineDone <-chan struct{}, finalBudget time.Duration, fail context.CancelCauseFunc, log zerolog.Logger) {
 	tick := c.clock.NewTicker(c.interval)
 	defer tick.Stop()
 	save := func(ctx context.Context) bool {
@@ -98,7 +101,7 @@ func (c *checkpointSaver) run(ctx, base context.Context, pipelineDone <-chan str
 			} else {
 				log.Warn().Str("rv", c.saved).Msg("final checkpoint not saved; the next start resumes from the last saved one")
 			}
-			return nil
+			return
 		case <-tick.C():
 			save(base)
 		case <-c.urgent:

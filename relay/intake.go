@@ -72,9 +72,9 @@ type intake struct {
 // open (a long catch-up would leave the watch unread, and the apiserver cuts slow watchers).
 var errCatchUp = errors.New("namespace selection changed")
 
-// run resumes from rv (empty: no checkpoint) and returns only when ctx ends or on a permanent
-// error.
-func (in *intake) run(ctx context.Context, rv string) error {
+// run resumes from rv (empty: no checkpoint) and returns only when ctx ends: errors are
+// retried (a permanent one slowly, reported by the source's status), never returned.
+func (in *intake) run(ctx context.Context, rv string) {
 	needList := rv == ""
 	origin := event.InitialSync
 	if !needList {
@@ -84,7 +84,7 @@ func (in *intake) run(ctx context.Context, rv string) error {
 	if in.src.namespaces != nil {
 		in.nsSignal, in.nsChanges = in.src.namespaces.subscribe()
 		if err := in.src.namespaces.WaitSynced(ctx); err != nil {
-			return nil
+			return
 		}
 		// What the first list of namespaces reported is the starting selection, not a change.
 		in.nsChanges()
@@ -168,7 +168,7 @@ func (in *intake) run(ctx context.Context, rv string) error {
 			continue
 		}
 		if ctx.Err() != nil {
-			return nil
+			return
 		}
 		in.src.synced.Store(false)
 		switch {
@@ -200,7 +200,7 @@ func (in *intake) run(ctx context.Context, rv string) error {
 			in.log.Error().Err(err).Stringer("retry_in", wait).Msg("resource failing: the server refuses it")
 			select {
 			case <-ctx.Done():
-				return nil
+				return
 			case <-in.src.clock.After(wait):
 			}
 			continue
@@ -210,11 +210,10 @@ func (in *intake) run(ctx context.Context, rv string) error {
 		in.log.Warn().Err(err).Str("rv", rv).Stringer("retry_in", wait).Msg("list or watch failed, retrying")
 		select {
 		case <-ctx.Done():
-			return nil
+			return
 		case <-in.src.clock.After(wait):
 		}
 	}
-	return nil
 }
 
 // isExpired reports a 410: the resourceVersion has left the server's history, by reason or,

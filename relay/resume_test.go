@@ -144,7 +144,7 @@ func TestRewatchAfterAnEtcdRestoreRelists(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = in.run(ctx, "100")
+		in.run(ctx, "100")
 	}()
 	defer func() { cancel(); <-done }()
 	go func() {

@@ -148,7 +148,7 @@ func (s *scriptedIntake) run(t *testing.T, rv string, n int) []queued {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { defer close(done); _ = s.in.run(ctx, rv) }()
+	go func() { defer close(done); s.in.run(ctx, rv) }()
 	defer func() { cancel(); <-done }()
 	var got []queued
 	deadline := time.After(30 * time.Second)

@@ -328,7 +328,10 @@ func (s *Source) Run(ctx context.Context) error {
 		close(pipelineDone)
 		return nil
 	})
-	g.Go(func() error { return cp.run(srcCtx, context.WithoutCancel(ctx), pipelineDone, finalSave, fail, log) })
+	g.Go(func() error {
+		cp.run(srcCtx, context.WithoutCancel(ctx), pipelineDone, finalSave, fail, log)
+		return nil
+	})
 	_ = g.Wait()
 	p.releaseBuffered()
 	if cause := context.Cause(srcCtx); cause != nil && ctx.Err() == nil {
