@@ -12,9 +12,10 @@ import (
 
 	"github.com/rs/zerolog"
 	"golang.org/x/sync/errgroup"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/utils/clock"
+
+	"github.com/kube-nats-relay/kube-nats-relay/event"
 )
 
 // publishStuckAfter is how long publishing may keep failing before the source reports not
@@ -24,22 +25,9 @@ const publishStuckAfter = 30 * time.Second
 // publishRetryLogEvery is how many retries of one change pass between warnings about it.
 const publishRetryLogEvery = 10
 
-// Resource is a resolved API resource.
-type Resource struct {
-	schema.GroupVersionResource
-	Kind       string
-	Namespaced bool
-}
-
-// String writes the resource as kubectl does: resource.version.group, or resource.version
-// for the core group.
-func (r Resource) String() string {
-	s := r.Resource + "." + r.Version
-	if r.Group != "" {
-		s += "." + r.Group
-	}
-	return s
-}
+// Resource is the resolved API resource a source watches (see event.Resource, which the
+// filter package's rules are compiled for too).
+type Resource = event.Resource
 
 // SourceConfig is what one source watches and where it publishes.
 type SourceConfig struct {

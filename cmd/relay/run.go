@@ -249,7 +249,7 @@ func planSources(cfg Config, resources []relay.Resource, maxPayload int64) ([]so
 	var ps problems
 	specs := cfg.Resources()
 	for i, r := range resources {
-		prog, err := filter.Compile(cfg.Rule(specs[i]), filter.Resource{Group: r.Group, Version: r.Version, Resource: r.Resource})
+		prog, err := filter.Compile(cfg.Rule(specs[i]), r)
 		if err != nil {
 			name, value := "RELAY_RULES_FILE", cfg.RulesFile
 			if cfg.RulesFile == "" {
