@@ -18,10 +18,6 @@ import (
 	"github.com/kube-nats-relay/kube-nats-relay/event"
 )
 
-// publishStuckAfter is how long publishing may keep failing before the source reports not
-// ready: longer than a NATS leader election or restart.
-const publishStuckAfter = 30 * time.Second
-
 // publishRetryLogEvery is how many retries of one change pass between warnings about it.
 const publishRetryLogEvery = 10
 
@@ -100,33 +96,6 @@ type Source struct {
 	hist      HistoryKeeper
 	history   atomic.Uint64
 	historyAt string
-}
-
-// Status reports whether the source is watching, or why not.
-func (s *Source) Status() (ready bool, reason string) {
-	if err := s.failure.Load(); err != nil {
-		return false, s.describe() + ": " + (*err).Error()
-	}
-	if err := s.watchErr.Load(); err != nil {
-		return false, s.describe() + ": " + (*err).Error()
-	}
-	if !s.synced.Load() {
-		if s.namespaces != nil {
-			if why := s.namespaces.waiting(); why != "" {
-				return false, s.describe() + ": " + why
-			}
-		}
-		return false, s.describe() + ": not watching (listing, or re-opening its watch)"
-	}
-	if p := s.pipe.Load(); p != nil {
-		if since, err := p.failing(); err != nil && time.Since(since) > publishStuckAfter {
-			return false, fmt.Sprintf("%s: publishing failing since %s: %v", s.describe(), since.Format(time.RFC3339), err)
-		}
-	}
-	if why := s.undelivered.reason(time.Now()); why != "" {
-		return false, s.describe() + ": " + why
-	}
-	return true, ""
 }
 
 // SourceDeps are what a source reads from, publishes to, keeps its state in and reports to.
