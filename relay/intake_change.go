@@ -120,59 +120,6 @@ func (in *intake) offerMarked(ctx context.Context, obj object, t event.Type, ori
 	return in.emitShaped(ctx, meta, shaped, old, obj.Body, checkpointRV, marks)
 }
 
-// selected reports whether objects in namespace ns are relayed under the source's namespace
-// rules (always, without any).
-func (in *intake) selected(ns string) bool {
-	nr := in.src.nsRules
-	if nr == nil || ns == "" {
-		return true
-	}
-	var labels map[string]string
-	if in.src.namespaces != nil {
-		labels, _ = in.src.namespaces.Labels(ns)
-	}
-	return nr.Namespace(ns, labels)
-}
-
-// shape returns obj as the rules publish it. An object read as is keeps its identity-only
-// Object: its body is published as read, and the rules that allow it decide without more.
-func (in *intake) shape(obj object) map[string]any {
-	if obj.Body != nil {
-		return obj.Object
-	}
-	return in.src.rules.Shape(obj.Object)
-}
-
-// refresh keeps the cache of previous states current for a change that is not offered (a
-// replay the index covers, an object a list found unchanged): the cache then holds what the
-// relay saw last even when the index ran ahead of the checkpoint.
-func (in *intake) refresh(obj object) {
-	if in.cache == nil || !in.selected(obj.GetNamespace()) {
-		return
-	}
-	key := objectKey(obj.Unstructured)
-	if old, ok := in.cache[key]; ok && !rvLess(shapedRV(old), obj.GetResourceVersion()) {
-		return // the cache is as new already (a catch-up read ahead of the watch)
-	}
-	in.cache[key] = in.shape(obj)
-}
-
-// shapedRV reads metadata.resourceVersion of a shaped object ("" when absent).
-func shapedRV(obj map[string]any) string {
-	md, _ := obj["metadata"].(map[string]any)
-	rv, _ := md["resourceVersion"].(string)
-	return rv
-}
-
-// markIf queues a checkpoint mark at rv unless rv is empty (list items do not move the
-// checkpoint).
-func (in *intake) markIf(ctx context.Context, rv string) error {
-	if rv == "" {
-		return nil
-	}
-	return in.mark(ctx, rv)
-}
-
 // emitShaped queues the event of a change that passed the rules; body is the object's JSON
 // read as is (nil: the rules encode shaped); checkpointRV is the
 // resourceVersion the checkpoint may move to once it is acked (empty for list items).
@@ -264,4 +211,57 @@ func (in *intake) emitInferredDeleteMarked(ctx context.Context, key string, prev
 	}
 	in.log.Debug().Str("key", key).Str("uid", prev.UID).Msg("inferred delete")
 	return in.emitShaped(ctx, meta, obj.Object, old, nil, "", marks)
+}
+
+// selected reports whether objects in namespace ns are relayed under the source's namespace
+// rules (always, without any).
+func (in *intake) selected(ns string) bool {
+	nr := in.src.nsRules
+	if nr == nil || ns == "" {
+		return true
+	}
+	var labels map[string]string
+	if in.src.namespaces != nil {
+		labels, _ = in.src.namespaces.Labels(ns)
+	}
+	return nr.Namespace(ns, labels)
+}
+
+// shape returns obj as the rules publish it. An object read as is keeps its identity-only
+// Object: its body is published as read, and the rules that allow it decide without more.
+func (in *intake) shape(obj object) map[string]any {
+	if obj.Body != nil {
+		return obj.Object
+	}
+	return in.src.rules.Shape(obj.Object)
+}
+
+// refresh keeps the cache of previous states current for a change that is not offered (a
+// replay the index covers, an object a list found unchanged): the cache then holds what the
+// relay saw last even when the index ran ahead of the checkpoint.
+func (in *intake) refresh(obj object) {
+	if in.cache == nil || !in.selected(obj.GetNamespace()) {
+		return
+	}
+	key := objectKey(obj.Unstructured)
+	if old, ok := in.cache[key]; ok && !rvLess(shapedRV(old), obj.GetResourceVersion()) {
+		return // the cache is as new already (a catch-up read ahead of the watch)
+	}
+	in.cache[key] = in.shape(obj)
+}
+
+// shapedRV reads metadata.resourceVersion of a shaped object ("" when absent).
+func shapedRV(obj map[string]any) string {
+	md, _ := obj["metadata"].(map[string]any)
+	rv, _ := md["resourceVersion"].(string)
+	return rv
+}
+
+// markIf queues a checkpoint mark at rv unless rv is empty (list items do not move the
+// checkpoint).
+func (in *intake) markIf(ctx context.Context, rv string) error {
+	if rv == "" {
+		return nil
+	}
+	return in.mark(ctx, rv)
 }
