@@ -143,8 +143,8 @@ func decode(subject string, h nats.Header, data []byte) (Event, error) {
 
 // decodeBody fills e's Object, OldObject and Patch from the body.
 func decodeBody(e *Event, payload string, data []byte) error {
-	switch payload {
-	case "":
+	switch event.Payload(payload) {
+	case event.PayloadObject:
 		e.Object = json.RawMessage(data)
 	case event.PayloadObjectAndOld, event.PayloadObjectAndPatch:
 		var body struct {

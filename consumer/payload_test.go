@@ -18,17 +18,17 @@ func TestDecodePayloadModes(t *testing.T) {
 	}{
 		{name: "bare object", body: configMapBody, object: configMapBody},
 		{
-			name: "object and old", payload: event.PayloadObjectAndOld,
+			name: "object and old", payload: string(event.PayloadObjectAndOld),
 			body:   `{"object":` + configMapBody + `,"oldObject":` + old + `}`,
 			object: configMapBody, oldObj: old,
 		},
 		{
-			name: "object and unknown old", payload: event.PayloadObjectAndOld,
+			name: "object and unknown old", payload: string(event.PayloadObjectAndOld),
 			body:   `{"object":` + configMapBody + `,"oldObject":null}`,
 			object: configMapBody,
 		},
 		{
-			name: "object and patch", payload: event.PayloadObjectAndPatch,
+			name: "object and patch", payload: string(event.PayloadObjectAndPatch),
 			body:   `{"object":` + configMapBody + `,"patch":` + patch + `}`,
 			object: configMapBody, patch: patch,
 		},
@@ -54,7 +54,7 @@ func TestDecodePayloadModes(t *testing.T) {
 	}
 	for _, tt := range []struct{ name, payload, body string }{
 		{"unknown payload", "object+diff", configMapBody},
-		{"wrapper that is not JSON", event.PayloadObjectAndOld, "{"},
+		{"wrapper that is not JSON", string(event.PayloadObjectAndOld), "{"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			msg := relayMsg("kube", configMapMeta, tt.body)

@@ -97,13 +97,23 @@ const (
 	// refused with its body (larger than the stream's max_msg_size): the relay sent it again
 	// without.
 	BodyOmittedStreamLimit = "stream-limit"
+)
+
+// Payload is the layout of an event's body, sent as the HeaderPayload value; PayloadObject
+// (no header) is the bare object.
+type Payload string
+
+// The payloads. The values are part of the wire contract.
+const (
+	// PayloadObject is a body that is the object itself: no HeaderPayload is sent.
+	PayloadObject Payload = ""
 	// PayloadObjectAndOld is the HeaderPayload value of a body {"object": ..., "oldObject":
 	// ...}: the new state and the previous one (null when the relay did not know it).
-	PayloadObjectAndOld = "object+old"
+	PayloadObjectAndOld Payload = "object+old"
 	// PayloadObjectAndPatch is the HeaderPayload value of a body {"object": ..., "patch":
 	// ...}: the new state and the JSON merge patch (RFC 7386) from the previous state to it
 	// (null when the relay did not know the previous state).
-	PayloadObjectAndPatch = "object+patch"
+	PayloadObjectAndPatch Payload = "object+patch"
 )
 
 // HeaderSize returns the bytes h takes on the wire, as nats-server counts them against

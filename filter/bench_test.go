@@ -73,7 +73,7 @@ func BenchmarkShape(b *testing.B) {
 	for _, o := range []struct {
 		name string
 		obj  func(*testing.B) map[string]any
-		res  Resource
+		res  event.Resource
 	}{{"configmap", benchConfigMap, cmRes}, {"pod", benchPod, podsRes}} {
 		in := o.obj(b)
 		raw, _ := json.Marshal(in)

@@ -21,19 +21,20 @@ type Change struct {
 	Old map[string]any
 }
 
-// Reason says why Decide suppressed a change.
-type Reason string
+// Reason says why Decide suppressed a change: the event package's FilterReason, which the
+// relay reads without knowing this package.
+type Reason = event.FilterReason
 
 // The reasons. ReasonNone goes with a published change.
 const (
 	// ReasonNone: the change is published.
-	ReasonNone Reason = ""
+	ReasonNone = event.FilterReasonNone
 	// ReasonEventType: the rule does not publish this event type.
-	ReasonEventType Reason = "event-type"
+	ReasonEventType = event.FilterReasonEventType
 	// ReasonQuiet: a modified event in which only quiet fields changed.
-	ReasonQuiet Reason = "quiet"
+	ReasonQuiet = event.FilterReasonQuiet
 	// ReasonWhen: the when expression returned false.
-	ReasonWhen Reason = "when"
+	ReasonWhen = event.FilterReasonWhen
 )
 
 // Decision is the outcome of Decide.

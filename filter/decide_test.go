@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	"github.com/kube-nats-relay/kube-nats-relay/event"
 )
 
@@ -28,7 +30,7 @@ func node(t testing.TB, rv, unschedulable, heartbeat string) map[string]any {
 }
 
 func TestDecideQuiet(t *testing.T) {
-	nodes := Resource{Version: "v1", Resource: "nodes"}
+	nodes := event.Resource{GroupVersionResource: schema.GroupVersionResource{Version: "v1", Resource: "nodes"}}
 	quiet := mustCompile(t, Rule{QuietUpdates: new(true)}, nodes)
 	loud := mustCompile(t, Rule{}, nodes)
 	custom := mustCompile(t, Rule{QuietFields: []string{"metadata.labels"}}, nodes)
@@ -89,7 +91,7 @@ func without(m map[string]any, k string) map[string]any {
 }
 
 func TestQuietLeaseRenewal(t *testing.T) {
-	leases := Resource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}
+	leases := event.Resource{GroupVersionResource: schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}}
 	p := mustCompile(t, Rule{QuietUpdates: new(true)}, leases)
 	lease := func(rv, holder, renew string) map[string]any {
 		return obj(t, `{"metadata": {"name": "n1", "resourceVersion": "`+rv+`"}, "spec": {"holderIdentity": "`+holder+`", "renewTime": "`+renew+`"}}`)

@@ -68,7 +68,7 @@
 //
 // # Compiled rules
 //
-// Compile turns a merged Rule into a Program for one resolved Resource.
+// Compile turns a merged Rule into a Program for one resolved event.Resource.
 // The relay asks the Program, per resource: LabelSelector, FieldSelector
 // and ServerNamespaces for its watches; NamespaceSelector, non-nil only
 // when it must also watch Namespaces; and per event: Events and Namespace

@@ -9,6 +9,10 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kube-nats-relay/kube-nats-relay/event"
 )
 
 func TestLoadExample(t *testing.T) {
@@ -32,7 +36,7 @@ func TestLoadExample(t *testing.T) {
 		t.Errorf("leases excludeNamespaces = %v, want the defaults' [kube-system]", got)
 	}
 	for i, r := range rules {
-		res := Resource{Version: "v1", Resource: strings.Split(r.Resource, ".")[0]}
+		res := event.Resource{GroupVersionResource: schema.GroupVersionResource{Version: "v1", Resource: strings.Split(r.Resource, ".")[0]}}
 		if _, err := Compile(r, res); err != nil {
 			t.Errorf("Compile(rules[%d]): %v", i, err)
 		}
@@ -101,7 +105,7 @@ resources:
 
 	// Built-in defaults fill what neither sets; the file's defaults
 	// override them.
-	pods := Resource{Version: "v1", Resource: "pods"}
+	pods := event.Resource{GroupVersionResource: schema.GroupVersionResource{Version: "v1", Resource: "pods"}}
 	builtin := mustCompile(t, Rule{}, pods)
 	fromDefaults := mustCompile(t, inherit, pods)
 	fromRule := mustCompile(t, override, pods)
@@ -163,7 +167,7 @@ func TestMergeResourceIsOwn(t *testing.T) {
 }
 
 // mustCompile compiles rule or fails the test.
-func mustCompile(t testing.TB, rule Rule, res Resource) *Program {
+func mustCompile(t testing.TB, rule Rule, res event.Resource) *Program {
 	t.Helper()
 	p, err := Compile(rule, res)
 	if err != nil {
@@ -212,7 +216,7 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("re-parse differs:\n%+v\n%+v", file, again)
 		}
 		for _, r := range file.Rules() {
-			if _, err := Compile(r, Resource{Version: "v1", Resource: r.Resource}); err != nil && !strings.Contains(err.Error(), "redactSecrets") {
+			if _, err := Compile(r, event.Resource{GroupVersionResource: schema.GroupVersionResource{Version: "v1", Resource: r.Resource}}); err != nil && !strings.Contains(err.Error(), "redactSecrets") {
 				t.Fatalf("Compile of a valid rule %+v: %v", r, err)
 			}
 		}

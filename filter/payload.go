@@ -1,6 +1,10 @@
 package filter
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/kube-nats-relay/kube-nats-relay/event"
+)
 
 // PayloadMode is the layout of a published message body.
 type PayloadMode string
@@ -17,6 +21,17 @@ const (
 	// null when the old object is unknown.
 	PayloadObjectAndPatch PayloadMode = "objectAndPatch"
 )
+
+// Event is the event payload of a body in mode m: what its k8s-payload header says.
+func (m PayloadMode) Event() event.Payload {
+	switch m {
+	case PayloadObjectAndOld:
+		return event.PayloadObjectAndOld
+	case PayloadObjectAndPatch:
+		return event.PayloadObjectAndPatch
+	}
+	return event.PayloadObject
+}
 
 // objectAndOld is the body of PayloadObjectAndOld.
 type objectAndOld struct {

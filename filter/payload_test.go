@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+
+	"github.com/kube-nats-relay/kube-nats-relay/event"
 )
 
 func TestBody(t *testing.T) {
@@ -120,4 +122,23 @@ func FuzzMergePatch(f *testing.F) {
 	f.Fuzz(func(t *testing.T, oldJSON, newJSON []byte) {
 		checkPatch(t, oldJSON, newJSON)
 	})
+}
+
+func TestPayloadModeNamesTheEventPayloadItsBodyHas(t *testing.T) {
+	tests := []struct {
+		mode PayloadMode
+		want event.Payload
+	}{
+		{PayloadObject, event.PayloadObject},
+		{"", event.PayloadObject},
+		{PayloadObjectAndOld, event.PayloadObjectAndOld},
+		{PayloadObjectAndPatch, event.PayloadObjectAndPatch},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.mode), func(t *testing.T) {
+			if got := tt.mode.Event(); got != tt.want {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
 }

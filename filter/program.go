@@ -10,33 +10,15 @@ import (
 	"github.com/kube-nats-relay/kube-nats-relay/event"
 )
 
-// Resource identifies the resource a Program is compiled for, as resolved
-// against the server.
-type Resource struct {
-	Group, Version, Resource string
-}
-
-// String returns r as resource.version.group, or resource.version for the
-// core group.
-func (r Resource) String() string {
-	s := r.Resource
-	for _, part := range []string{r.Version, r.Group} {
-		if part != "" {
-			s += "." + part
-		}
-	}
-	return s
-}
-
 // isCoreSecrets reports whether r is the core group's secrets.
-func (r Resource) isCoreSecrets() bool {
+func isCoreSecrets(r event.Resource) bool {
 	return r.Group == "" && r.Resource == "secrets"
 }
 
 // Program is a Rule compiled for one resource. All its methods are safe
 // for concurrent use.
 type Program struct {
-	res            Resource
+	res            event.Resource
 	labelSelector  string
 	fieldSelector  string
 	namespaces     []string
@@ -62,12 +44,12 @@ type Program struct {
 // managedFields and the last-applied annotation stripped, Secrets
 // redacted. The rule is validated again (so Compile also accepts a rule
 // built in code); errors are *ValidationError naming res as the rule.
-func Compile(rule Rule, res Resource) (*Program, error) {
+func Compile(rule Rule, res event.Resource) (*Program, error) {
 	ps := &problems{}
 	name := res.String()
 	validateRule(ps, name, rule, kindCompile)
 	crossCheck(ps, name, rule, rule)
-	if rule.RedactSecrets != nil && !res.isCoreSecrets() {
+	if rule.RedactSecrets != nil && !isCoreSecrets(res) {
 		ps.add(name, "redactSecrets", "only applies to secrets (core group); use sensitive for other resources")
 	}
 	if err := ps.err(); err != nil {
@@ -103,7 +85,7 @@ func Compile(rule Rule, res Resource) (*Program, error) {
 		p.quiet = newPathTree(mustParsePaths(append(DefaultQuietFields(), rule.QuietFields...)))
 	}
 	var redact []string
-	if res.isCoreSecrets() && boolOr(rule.RedactSecrets, true) {
+	if isCoreSecrets(res) && boolOr(rule.RedactSecrets, true) {
 		redact = append(redact, "data", "stringData")
 		p.stripApplied = true // the annotation holds the data in clear
 	}
@@ -188,7 +170,7 @@ func eventIndex(t event.Type) int {
 }
 
 // Resource returns the resource p was compiled for.
-func (p *Program) Resource() Resource { return p.res }
+func (p *Program) Resource() event.Resource { return p.res }
 
 // NeedsOld reports whether Decide or Body use the old object: when the
 // when expression mentions oldObject, quiet updates are on, or the payload

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	"github.com/kube-nats-relay/kube-nats-relay/event"
 )
 
@@ -35,11 +37,11 @@ func TestNeedsOld(t *testing.T) {
 }
 
 func TestAsRead(t *testing.T) {
-	secrets := Resource{Version: "v1", Resource: "secrets"}
+	secrets := event.Resource{GroupVersionResource: schema.GroupVersionResource{Version: "v1", Resource: "secrets"}}
 	tests := []struct {
 		name                     string
 		rule                     Rule
-		res                      Resource
+		res                      event.Resource
 		wantManaged, wantApplied bool
 		wantOK                   bool
 	}{
@@ -133,7 +135,7 @@ func TestAccessors(t *testing.T) {
 		p.Resource() != podsRes || p.ServerNamespaces() != nil || p.String() != "pods.v1" {
 		t.Errorf("accessors: %q %q %q %v %v %q", p.LabelSelector(), p.FieldSelector(), p.Payload(), p.Resource(), p.ServerNamespaces(), p)
 	}
-	d := mustCompile(t, Rule{}, Resource{Group: "apps", Version: "v1", Resource: "deployments"})
+	d := mustCompile(t, Rule{}, event.Resource{GroupVersionResource: schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}})
 	if d.LabelSelector() != "" || d.FieldSelector() != "" || d.Payload() != PayloadObject || d.String() != "deployments.v1.apps" {
 		t.Errorf("defaults: %q %q %q %q", d.LabelSelector(), d.FieldSelector(), d.Payload(), d)
 	}

@@ -5,12 +5,16 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kube-nats-relay/kube-nats-relay/event"
 )
 
 var (
-	podsRes    = Resource{Version: "v1", Resource: "pods"}
-	secretsRes = Resource{Version: "v1", Resource: "secrets"}
-	cmRes      = Resource{Version: "v1", Resource: "configmaps"}
+	podsRes    = event.Resource{GroupVersionResource: schema.GroupVersionResource{Version: "v1", Resource: "pods"}}
+	secretsRes = event.Resource{GroupVersionResource: schema.GroupVersionResource{Version: "v1", Resource: "secrets"}}
+	cmRes      = event.Resource{GroupVersionResource: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}}
 )
 
 // obj decodes a JSON object the way the relay does.
@@ -60,7 +64,7 @@ func TestShape(t *testing.T) {
 	tests := []struct {
 		name string
 		rule Rule
-		res  Resource
+		res  event.Resource
 		in   string
 		want string
 	}{
@@ -151,7 +155,7 @@ func TestRedacted(t *testing.T) {
 	tests := []struct {
 		name string
 		rule Rule
-		res  Resource
+		res  event.Resource
 		want []string
 	}{
 		{name: "nothing", res: podsRes},

@@ -4,6 +4,10 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kube-nats-relay/kube-nats-relay/event"
 )
 
 // wantProblem describes one expected problem; empty strings and zero
@@ -204,18 +208,18 @@ resources:
 }
 
 func TestCompileProblems(t *testing.T) {
-	pods := Resource{Version: "v1", Resource: "pods"}
-	secrets := Resource{Version: "v1", Resource: "secrets"}
+	pods := event.Resource{GroupVersionResource: schema.GroupVersionResource{Version: "v1", Resource: "pods"}}
+	secrets := event.Resource{GroupVersionResource: schema.GroupVersionResource{Version: "v1", Resource: "secrets"}}
 	tests := []struct {
 		name string
 		rule Rule
-		res  Resource
+		res  event.Resource
 		want wantProblem
 	}{
 		{name: "redactSecrets on pods", rule: Rule{RedactSecrets: new(false)}, res: pods,
 			want: wantProblem{rule: "pods.v1", field: "redactSecrets", msg: "only applies to secrets"}},
 		{name: "redactSecrets on secrets of another group", rule: Rule{RedactSecrets: new(false)},
-			res:  Resource{Group: "example.com", Version: "v1", Resource: "secrets"},
+			res:  event.Resource{GroupVersionResource: schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "secrets"}},
 			want: wantProblem{rule: "secrets.v1.example.com", field: "redactSecrets", msg: "only applies to secrets"}},
 		{name: "bad when", rule: Rule{When: new("object.")}, res: secrets,
 			want: wantProblem{rule: "secrets.v1", field: "when", msg: "Syntax error", exprLine: 1, exprCol: 8}},

@@ -320,15 +320,15 @@ func (r *pagedReader) List(_ context.Context, opts metav1.ListOptions) (*page, e
 		fmt.Sscan(opts.Continue, &start)
 	}
 	end := min(start+int(opts.Limit), r.objects)
-	p := &page{resourceVersion: "7", bytes: int64(end-start) * r.objectBytes}
+	p := &page{ResourceVersion: "7", Bytes: int64(end-start) * r.objectBytes}
 	for i := start; i < end; i++ {
 		obj := &unstructured.Unstructured{}
 		obj.SetNamespace("ns")
 		obj.SetName(fmt.Sprintf("o%04d", i))
-		p.items = append(p.items, object{Unstructured: obj})
+		p.Items = append(p.Items, object{Unstructured: obj})
 	}
 	if end < r.objects {
-		p.continueToken = fmt.Sprint(end)
+		p.Continue = fmt.Sprint(end)
 	}
 	return p, nil
 }

@@ -23,7 +23,7 @@ const denialPrefix = "Permissions Violation for Publish to "
 // only time out and be retried as transient.
 //
 // Connect Observe to the connection's error handler and give the Denials to every source
-// (Source.WithDenials). A zero Denials is ready to use.
+// (SourceDeps.Denials). A zero Denials is ready to use.
 type Denials struct {
 	mu sync.Mutex
 	// waiting holds, per subject, the publishes in flight to it.

@@ -17,7 +17,7 @@
 //     resourceVersion. A resume point ahead of the cluster (not a 410) also begins a new
 //     history epoch (see HistoryKeeper), saved before any event carries it, so that changes at
 //     resourceVersions a restored cluster hands out again get ids of their own.
-//   - With a PublishedLog (WithPublishedLog), a delete whose index record a crash lost is not
+//   - With a PublishedLog (SourceDeps.Published), a delete whose index record a crash lost is not
 //     inferred and published again by the relist.
 //   - Changes of one object are published one at a time, in resourceVersion order; a failed
 //     publish is retried, and nothing of that object overtakes it.
@@ -27,7 +27,7 @@
 //     the watch is released and resumed later from the last resourceVersion read.
 //   - Per object the source keeps an index entry (uid and resourceVersion), and the shaped
 //     object only when its Rules need the previous state (Rules.NeedsOld).
-//   - With a Budget (WithBudget), what the sources hold of objects between reading and ack
+//   - With a Budget (SourceDeps.Budget), what the sources hold of objects between reading and ack
 //     (list pages, buffered changes, publishes in flight) stays within its bytes, but for
 //     one change let through alone and a list page whose objects turn out larger than the
 //     last page's (pages are sized to the bytes per object seen). An object larger than the

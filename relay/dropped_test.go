@@ -33,7 +33,7 @@ func TestDroppedNamespacesStayBoundedUnderNamespaceChurn(t *testing.T) {
 	ctx := context.Background()
 	ns := NewNamespaces(nil)
 	s := newScriptedIntake(&scriptedReader{watches: make(chan watch.Interface)}, defaultRules{})
-	s.in.src.WithNamespaceRules(scriptedLabelRules{}, ns)
+	s.in.src.nsRules, s.in.src.namespaces = scriptedLabelRules{}, ns
 	s.in.dropped = make(map[string]bool)
 	unselected := map[string]string{"relay": "no"}
 

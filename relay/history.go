@@ -21,14 +21,6 @@ type HistoryKeeper interface {
 	SaveHistory(ctx context.Context, key, rv string, epoch uint64) error
 }
 
-// WithHistory makes the source keep its history epoch in h, which must be the Checkpointer's
-// store of the same checkpoints (without it the epoch is kept in memory only, and a restart
-// after a restore goes back to epoch 0).
-func (s *Source) WithHistory(h HistoryKeeper) *Source {
-	s.hist = h
-	return s
-}
-
 // loadHistory reads the source's epoch at start.
 func (s *Source) loadHistory(ctx context.Context) error {
 	if s.hist == nil {

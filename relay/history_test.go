@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/clock"
 
 	"github.com/kube-nats-relay/kube-nats-relay/event"
 )
@@ -30,7 +31,7 @@ func leaseCluster(rv string, checked func(n int)) *scriptedReader {
 			if n := checks.Add(1); checked != nil {
 				checked(int(n))
 			}
-			return &page{resourceVersion: rv}, nil
+			return &page{ResourceVersion: rv}, nil
 		}
 		return scriptedPage(rv, "", leaseRV("100")), nil
 	}}
@@ -45,9 +46,9 @@ func leaseSource(cluster reader, pub Publisher, ckpt *memCheckpoints) *Source {
 			Kind:                 "Lease", Namespaced: true,
 		}, Buffer: 100, MaxInflight: 10, CheckpointInterval: time.Hour, ShutdownTimeout: 5 * time.Second},
 		client: cluster, pub: pub, ckpt: ckpt, key: "c.coordination.k8s.io.leases._all",
-		index: newIndex(), now: time.Now, rules: defaultRules{}, nsClient: func(string) reader { return cluster },
+		index: newIndex(), clock: clock.RealClock{}, rules: defaultRules{}, nsClient: func(string) reader { return cluster },
+		hist: ckpt,
 	}
-	src.WithHistory(ckpt)
 	return src
 }
 

@@ -1,9 +1,14 @@
 package relay
 
 import (
+	"context"
 	"sync"
 
+	"github.com/nats-io/nats.go"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
+
+	"github.com/kube-nats-relay/kube-nats-relay/event"
 )
 
 // entry is what the relay remembers of one object: enough to recognise a replay and to name
@@ -97,4 +102,30 @@ func rvLess(a, b string) bool {
 func wellFormedRV(rv string) bool {
 	_, err := resourceversion.CompareResourceVersion(rv, rv)
 	return err == nil
+}
+
+// ObjectIndex is the durable record, per source, of the last change published for each
+// object (namespace/name): it keeps replays out after restarts and is what a relist is diffed
+// against.
+type ObjectIndex interface {
+	// Load calls fn for every object recorded under source.
+	Load(ctx context.Context, source string, fn func(object, uid, rv string)) error
+	// Record returns the message recording object's change (uid at rv), or its removal
+	// when uid is empty; the pipeline publishes it after the event's ack.
+	Record(source, object, uid, rv string) *nats.Msg
+}
+
+func objectKey(obj *unstructured.Unstructured) string {
+	if ns := obj.GetNamespace(); ns != "" {
+		return ns + "/" + obj.GetName()
+	}
+	return obj.GetName()
+}
+
+// metaKey is objectKey for an event's identity.
+func metaKey(m event.Meta) string {
+	if m.Namespace != "" {
+		return m.Namespace + "/" + m.Name
+	}
+	return m.Name
 }

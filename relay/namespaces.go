@@ -55,8 +55,9 @@ func NewNamespaces(client dynamic.Interface) *Namespaces {
 	return &Namespaces{client: client, labels: make(map[string]map[string]string), synced: make(chan struct{})}
 }
 
-// Run follows namespaces until ctx ends.
-func (n *Namespaces) Run(ctx context.Context) error {
+// Run follows namespaces until ctx ends. The informer retries failed lists and watches; Run
+// logs them and the status of the sources waiting for the labels names the last one.
+func (n *Namespaces) Run(ctx context.Context) {
 	log := zerolog.Ctx(ctx)
 	ri := n.client.Resource(namespacesGVR)
 	// Errors are reported here (the informer retries on its own): a relay without list and
@@ -103,7 +104,6 @@ func (n *Namespaces) Run(ctx context.Context) error {
 	}()
 	n.log = log
 	ctrl.RunWithContext(ctx)
-	return nil
 }
 
 // waiting says why sources that select by namespace labels cannot start yet; "" once the

@@ -85,20 +85,14 @@ const (
 )
 
 // filteredNote is the note of a change the rules suppressed for reason.
-func filteredNote(reason string) Note {
+func filteredNote(reason event.FilterReason) Note {
 	switch reason {
-	case "event-type":
+	case event.FilterReasonEventType:
 		return NoteFilteredEventType
-	case "quiet":
+	case event.FilterReasonQuiet:
 		return NoteFilteredQuiet
 	}
 	return NoteFilteredWhen
-}
-
-// WithObserver makes the source report to o; nil reports nothing.
-func (s *Source) WithObserver(o Observer) *Source {
-	s.obs = o
-	return s
 }
 
 // note reports n to the source's observer, if any.

@@ -131,3 +131,21 @@ func TestPipelineStalledOnlyWithWorkAndNoProgress(t *testing.T) {
 		t.Error("stopped pipeline reported stalled")
 	}
 }
+
+func TestSuppressedChangesAreNotedByTheirReason(t *testing.T) {
+	tests := []struct {
+		reason event.FilterReason
+		want   Note
+	}{
+		{event.FilterReasonEventType, NoteFilteredEventType},
+		{event.FilterReasonQuiet, NoteFilteredQuiet},
+		{event.FilterReasonWhen, NoteFilteredWhen},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.reason), func(t *testing.T) {
+			if got := filteredNote(tt.reason); got != tt.want {
+				t.Errorf("got note %d, want %d", got, tt.want)
+			}
+		})
+	}
+}

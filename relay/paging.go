@@ -179,11 +179,11 @@ func (p *pipeline) releaseBuffered() {
 // to it so that it can be collected.
 func handPage(p *page, charged int64, b *Budget, fn func(object) error) error {
 	defer func() { b.releasePage(charged) }() // what is left: all of it on an error or an empty page
-	n := int64(len(p.items))
-	for i := range p.items {
+	n := int64(len(p.Items))
+	for i := range p.Items {
 		share := charged / (n - int64(i))
-		err := fn(p.items[i])
-		p.items[i] = object{}
+		err := fn(p.Items[i])
+		p.Items[i] = object{}
 		b.releasePage(share)
 		charged -= share
 		if err != nil {

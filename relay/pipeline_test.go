@@ -227,20 +227,6 @@ func TestPipelineDrainsWhenInputCloses(t *testing.T) {
 	}
 }
 
-func TestBackoffGrowsAndIsCapped(t *testing.T) {
-	tests := []struct {
-		attempts int
-		want     time.Duration
-	}{
-		{1, retryBackoffMin}, {2, 2 * retryBackoffMin}, {3, 4 * retryBackoffMin}, {100, retryBackoffMax},
-	}
-	for _, tt := range tests {
-		if got := backoff(tt.attempts); got != tt.want {
-			t.Errorf("backoff(%d): got %s, want %s", tt.attempts, got, tt.want)
-		}
-	}
-}
-
 func TestPipelineRecordsIndexAfterEventAndBeforeNext(t *testing.T) {
 	r := startPipeline(t, 10)
 	a1 := change("a", "a1", "1")
@@ -397,7 +383,7 @@ func TestPipelineSendsTheReferenceOfAnEventRefusedAsTooLarge(t *testing.T) {
 	r, refusals := startRefusingPipeline(t, 10)
 	it := change("a", "a1", "1")
 	it.msg.Data = []byte(`{"big":true}`)
-	it.msg.Header = nats.Header{event.HeaderPayload: {event.PayloadObjectAndOld}}
+	it.msg.Header = nats.Header{event.HeaderPayload: {string(event.PayloadObjectAndOld)}}
 	it.index = &nats.Msg{Subject: "idx.a1"}
 	r.p.in <- it
 

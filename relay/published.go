@@ -50,14 +50,6 @@ func (l StreamLog) LastHeader(ctx context.Context, subject string) (nats.Header,
 	return m.Header, true, nil
 }
 
-// WithPublishedLog makes the source read the stream through l before it infers a delete, so
-// that a delete published just before a crash (its index record not yet written) is not
-// published a second time by the relist that follows.
-func (s *Source) WithPublishedLog(l PublishedLog) *Source {
-	s.published = l
-	return s
-}
-
 // deletePublished reports whether the delete of the indexed object prev (key's uid) was
 // published already: the last event on the object's subjects, of any type, is a delete of that
 // uid. A delete is published before its index record is written (see ObjectIndex), so a relay
@@ -70,7 +62,7 @@ func (s *Source) WithPublishedLog(l PublishedLog) *Source {
 // publishedLookupPause of a failed read) it reports false: the inferred delete is then
 // published, at worst a second time, never lost.
 func (in *intake) deletePublished(ctx context.Context, meta event.Meta) (id string, published bool) {
-	if in.src.published == nil || time.Since(in.publishedFailed) < publishedLookupPause {
+	if in.src.published == nil || in.src.clock.Since(in.publishedFailed) < publishedLookupPause {
 		return "", false
 	}
 	f := event.Filter{Prefix: in.src.cfg.Prefix, Cluster: meta.Cluster, Group: meta.Group, CoreGroup: meta.Group == "",
@@ -79,7 +71,7 @@ func (in *intake) deletePublished(ctx context.Context, meta event.Meta) (id stri
 	defer cancel()
 	h, ok, err := in.src.published.LastHeader(ctx, f.String())
 	if err != nil {
-		in.publishedFailed = time.Now()
+		in.publishedFailed = in.src.clock.Now()
 		in.log.Warn().Err(err).Str("key", metaKey(meta)).Stringer("pause", publishedLookupPause).
 			Msg("could not read the stream before inferring a delete: publishing inferred deletes without looking (at worst a second time)")
 		return "", false

@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"testing"
-	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/clock"
 
 	"github.com/kube-nats-relay/kube-nats-relay/event"
 )
@@ -30,7 +30,7 @@ func (l *lastEvent) LastHeader(_ context.Context, subject string) (nats.Header, 
 
 func TestDeletePublishedOnlyWhenTheObjectsLastEventIsItsDelete(t *testing.T) {
 	src := &Source{cfg: SourceConfig{Cluster: "prod", Prefix: "kube", Resource: Resource{Kind: "ConfigMap", Namespaced: true,
-		GroupVersionResource: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}}}, now: time.Now}
+		GroupVersionResource: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}}}, clock: clock.RealClock{}}
 	gone := src.meta(src.tombstone("ns/cm", entry{UID: "u1", ResourceVersion: "10"}), event.Deleted, event.Relist)
 	last := func(t event.Type, uid, rv string) *event.Meta {
 		m := gone
@@ -69,7 +69,7 @@ func TestDeletePublishedOnlyWhenTheObjectsLastEventIsItsDelete(t *testing.T) {
 
 func TestDeletePublishedPausesAfterAFailedRead(t *testing.T) {
 	src := &Source{cfg: SourceConfig{Cluster: "prod", Prefix: "kube", Resource: Resource{Kind: "ConfigMap", Namespaced: true,
-		GroupVersionResource: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}}}, now: time.Now}
+		GroupVersionResource: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}}}, clock: clock.RealClock{}}
 	gone := src.meta(src.tombstone("ns/cm", entry{UID: "u1", ResourceVersion: "10"}), event.Deleted, event.Relist)
 	log := &lastEvent{err: errors.New("permissions violation")}
 	src.published = log

@@ -55,7 +55,7 @@ func (r *Relay) Run(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_ = r.namespaces.Run(ctx)
+			r.namespaces.Run(ctx)
 		}()
 	}
 	for _, s := range r.sources {

@@ -2,9 +2,9 @@ package relay
 
 import (
 	"context"
-	"encoding/json"
+	"os"
+	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/kube-nats-relay/kube-nats-relay/event"
+	"github.com/kube-nats-relay/kube-nats-relay/relay/internal/rawread"
 )
 
 // Benchmarks of the relay's per-event hot path, with allocation counts: decoding an object as
@@ -24,33 +25,9 @@ import (
 // Every name here starts with bench so that it cannot collide with other tests of the package.
 
 // benchObjectJSON is a ConfigMap as the apiserver returns it: about 1 KiB of data plus the
-// managedFields entry a create writes.
+// managedFields entry a create writes. The raw reader's benchmarks read the same file.
 var benchObjectJSON = func() []byte {
-	obj := map[string]any{
-		"apiVersion": "v1",
-		"kind":       "ConfigMap",
-		"metadata": map[string]any{
-			"name":              "cm-004217",
-			"namespace":         "bench-sync",
-			"uid":               "9632f75e-287a-4656-ac9b-9713367e3a9d",
-			"resourceVersion":   "12345678",
-			"creationTimestamp": "2026-01-02T03:04:05Z",
-			"labels":            map[string]any{"app": "bench"},
-			"managedFields": []any{map[string]any{
-				"manager":    "bench",
-				"operation":  "Update",
-				"apiVersion": "v1",
-				"time":       "2026-01-02T03:04:05Z",
-				"fieldsType": "FieldsV1",
-				"fieldsV1": map[string]any{
-					"f:data":     map[string]any{".": map[string]any{}, "f:pad": map[string]any{}, "f:v": map[string]any{}},
-					"f:metadata": map[string]any{"f:labels": map[string]any{".": map[string]any{}, "f:app": map[string]any{}}},
-				},
-			}},
-		},
-		"data": map[string]any{"pad": strings.Repeat("0123456789abcdef", 48), "v": "17"},
-	}
-	b, err := json.Marshal(obj)
+	b, err := os.ReadFile(filepath.Join("internal", "rawread", "testdata", "configmap.json"))
 	if err != nil {
 		panic(err)
 	}
@@ -80,7 +57,7 @@ type benchResource struct {
 func (benchResource) Namespace(string) dynamic.ResourceInterface { return benchResource{} }
 
 func benchSource() *Source {
-	return NewSource(SourceConfig{
+	s, err := NewSource(SourceConfig{
 		Cluster: "prod",
 		Prefix:  "kube",
 		Resource: Resource{
@@ -89,7 +66,11 @@ func benchSource() *Source {
 			Namespaced:           true,
 		},
 		MaxPayload: 1 << 20,
-	}, benchDynamic{}, nil, nil, nil)
+	}, SourceDeps{Client: benchDynamic{}})
+	if err != nil {
+		panic(err)
+	}
+	return s
 }
 
 var (
@@ -151,34 +132,18 @@ func BenchmarkSourceMessage(b *testing.B) {
 	b.SetBytes(int64(len(benchSinkMsg.Data)))
 }
 
-// BenchmarkAsReadObject is what replaces DecodeObject and StripAndEncode when a source's rules
-// publish objects as read (the default rules of the relay binary): one scan of the object's
-// JSON for its identity, and a copy without managedFields and the last-applied annotation.
-func BenchmarkAsReadObject(b *testing.B) {
-	a := &asRead{stripManaged: true, stripApplied: true}
-	b.ReportAllocs()
-	b.SetBytes(int64(len(benchObjectJSON)))
-	for b.Loop() {
-		obj, err := a.object(benchObjectJSON, true, "", "")
-		if err != nil {
-			b.Fatal(err)
-		}
-		benchSinkBytes = obj.body
-	}
-}
-
 // BenchmarkAsReadMessage is BenchmarkSourceMessage for an object read as is.
 func BenchmarkAsReadMessage(b *testing.B) {
 	s := benchSource()
-	a := &asRead{stripManaged: true, stripApplied: true}
+	a := &rawread.AsRead{StripManaged: true, StripApplied: true}
 	b.ReportAllocs()
 	for b.Loop() {
-		obj, err := a.object(benchObjectJSON, true, "", "")
+		obj, err := a.Object(benchObjectJSON, true, "", "")
 		if err != nil {
 			b.Fatal(err)
 		}
 		meta := s.meta(obj.Unstructured, event.Modified, event.Live)
-		msg, _, omitted := s.message(meta, obj.Object, nil, obj.body, eventMarks{})
+		msg, _, omitted := s.message(meta, obj.Object, nil, obj.Body, eventMarks{})
 		if omitted {
 			b.Fatal("body omitted")
 		}
@@ -249,43 +214,5 @@ func BenchmarkPipeline(b *testing.B) {
 			b.StopTimer()
 			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "events/s")
 		})
-	}
-}
-
-// benchPageJSON is a list page of 500 ConfigMaps as the apiserver writes it: kind first, items
-// without kind and apiVersion.
-var benchPageJSON = func() []byte {
-	var item map[string]any
-	if err := json.Unmarshal(benchObjectJSON, &item); err != nil {
-		panic(err)
-	}
-	delete(item, "kind")
-	delete(item, "apiVersion")
-	items := make([]any, 500)
-	for i := range items {
-		items[i] = item
-	}
-	b, err := json.Marshal(struct {
-		Kind       string         `json:"kind"`
-		APIVersion string         `json:"apiVersion"`
-		Metadata   map[string]any `json:"metadata"`
-		Items      []any          `json:"items"`
-	}{"ConfigMapList", "v1", map[string]any{"resourceVersion": "12345678", "continue": "token"}, items})
-	if err != nil {
-		panic(err)
-	}
-	return b
-}()
-
-// BenchmarkAsReadPage reads a page of 500 objects as is: identities and bodies.
-func BenchmarkAsReadPage(b *testing.B) {
-	a := &asRead{stripManaged: true, stripApplied: true}
-	b.ReportAllocs()
-	b.SetBytes(int64(len(benchPageJSON)))
-	for b.Loop() {
-		p, err := a.page(benchPageJSON)
-		if err != nil || len(p.items) != 500 {
-			b.Fatalf("got %d items, %v", len(p.items), err)
-		}
 	}
 }

@@ -31,7 +31,7 @@ func (s *Source) clusterRV(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("read the current resourceVersion of %s: %w", s.describe(), err)
 	}
-	return p.resourceVersion, nil
+	return p.ResourceVersion, nil
 }
 
 // checkResume compares rv, where the intake is about to watch from (the checkpoint on a

@@ -5,13 +5,13 @@ import (
 	"errors"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/rs/zerolog"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/clock"
 
 	"github.com/kube-nats-relay/kube-nats-relay/event"
 )
@@ -24,7 +24,7 @@ type listRV struct {
 
 func (l *listRV) List(_ context.Context, opts metav1.ListOptions) (*page, error) {
 	l.opts = append(l.opts, opts)
-	return &page{resourceVersion: l.rv}, nil
+	return &page{ResourceVersion: l.rv}, nil
 }
 
 func (l *listRV) Watch(context.Context, metav1.ListOptions) (watch.Interface, error) {
@@ -124,7 +124,7 @@ func (c *restoredCluster) List(_ context.Context, opts metav1.ListOptions) (*pag
 	if opts.Limit != 1 {
 		c.lists <- rv
 	}
-	return &page{resourceVersion: rv}, nil
+	return &page{ResourceVersion: rv}, nil
 }
 
 func (c *restoredCluster) Watch(context.Context, metav1.ListOptions) (watch.Interface, error) {
@@ -136,7 +136,7 @@ func (c *restoredCluster) Watch(context.Context, metav1.ListOptions) (watch.Inte
 func TestRewatchAfterAnEtcdRestoreRelists(t *testing.T) {
 	cluster := &restoredCluster{rv: "100", watches: make(chan *watch.FakeWatcher, 1), lists: make(chan string, 1)}
 	notes := countNotes{}
-	src := &Source{client: cluster, obs: notes, rules: defaultRules{}, index: newIndex(), now: time.Now,
+	src := &Source{client: cluster, obs: notes, rules: defaultRules{}, index: newIndex(), clock: clock.RealClock{},
 		cfg: SourceConfig{Resource: Resource{GroupVersionResource: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}}}}
 	out := make(chan *item, 16)
 	in := &intake{src: src, out: out, index: src.index, log: zerolog.Nop()}
@@ -144,7 +144,7 @@ func TestRewatchAfterAnEtcdRestoreRelists(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = in.run(ctx, "100")
+		in.run(ctx, "100")
 	}()
 	defer func() { cancel(); <-done }()
 	go func() {

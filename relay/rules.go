@@ -19,9 +19,9 @@ type Rules interface {
 	// Decide says whether a change is published.
 	Decide(c Change) Verdict
 	// Body encodes the message body of a change from the shaped object and, when known,
-	// its previous shaped state; payload names a body that is not the bare object (""
-	// when it is).
-	Body(obj, old map[string]any) (body []byte, payload string, err error)
+	// its previous shaped state; payload says how the body holds them
+	// (event.PayloadObject: the bare object).
+	Body(obj, old map[string]any) (body []byte, payload event.Payload, err error)
 }
 
 // NamespaceRules select objects by their namespace on the client side.
@@ -44,8 +44,8 @@ type Change struct {
 // Verdict is what Rules decided about a change.
 type Verdict struct {
 	Publish bool
-	// Reason names the rule that suppressed the change: "event-type", "when" or "quiet".
-	Reason string
+	// Reason names the rule that suppressed the change.
+	Reason event.FilterReason
 	// Err is an evaluation error; the change is then published (failing open loses
 	// nothing). FirstError is set for the first error of the rule, which is logged.
 	Err        error
@@ -70,9 +70,9 @@ func (defaultRules) Shape(obj map[string]any) map[string]any {
 
 func (defaultRules) Decide(Change) Verdict { return Verdict{Publish: true} }
 
-func (defaultRules) Body(obj, _ map[string]any) ([]byte, string, error) {
+func (defaultRules) Body(obj, _ map[string]any) ([]byte, event.Payload, error) {
 	b, err := json.Marshal(obj)
-	return b, "", err
+	return b, event.PayloadObject, err
 }
 
 var (

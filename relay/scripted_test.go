@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/clock"
 
 	"github.com/kube-nats-relay/kube-nats-relay/event"
 )
@@ -66,9 +67,9 @@ func scriptedConfigMap(ns, name, uid, rv, value string) *unstructured.Unstructur
 
 // listOf is a list page holding objs at resourceVersion rv; cont is its continue token.
 func scriptedPage(rv, cont string, objs ...*unstructured.Unstructured) *page {
-	p := &page{resourceVersion: rv, continueToken: cont}
+	p := &page{ResourceVersion: rv, Continue: cont}
 	for _, o := range objs {
-		p.items = append(p.items, object{Unstructured: o})
+		p.Items = append(p.Items, object{Unstructured: o})
 	}
 	return p
 }
@@ -107,7 +108,7 @@ type scriptedObjectAndOldRules struct{}
 func (scriptedObjectAndOldRules) NeedsOld() bool                          { return true }
 func (scriptedObjectAndOldRules) Shape(obj map[string]any) map[string]any { return obj }
 func (scriptedObjectAndOldRules) Decide(Change) Verdict                   { return Verdict{Publish: true} }
-func (scriptedObjectAndOldRules) Body(obj, old map[string]any) ([]byte, string, error) {
+func (scriptedObjectAndOldRules) Body(obj, old map[string]any) ([]byte, event.Payload, error) {
 	b, err := json.Marshal(map[string]any{"object": obj, "oldObject": old})
 	return b, event.PayloadObjectAndOld, err
 }
@@ -124,7 +125,7 @@ func newScriptedIntake(r reader, rules Rules) *scriptedIntake {
 			GroupVersionResource: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"},
 			Kind:                 "ConfigMap", Namespaced: true,
 		}},
-		client: r, index: newIndex(), now: time.Now, rules: rules,
+		client: r, index: newIndex(), clock: clock.RealClock{}, rules: rules,
 		nsClient: func(string) reader { return r },
 	}
 	out := make(chan *item, 1000)
@@ -147,7 +148,7 @@ func (s *scriptedIntake) run(t *testing.T, rv string, n int) []queued {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { defer close(done); _ = s.in.run(ctx, rv) }()
+	go func() { defer close(done); s.in.run(ctx, rv) }()
 	defer func() { cancel(); <-done }()
 	var got []queued
 	deadline := time.After(30 * time.Second)

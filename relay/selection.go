@@ -49,7 +49,7 @@ func (in *intake) leftSelection(ctx context.Context, obj object) (bool, error) {
 			in.src.describe(), objectKey(obj.Unstructured), err)
 	}
 	uid := obj.GetUID()
-	for _, o := range p.items {
+	for _, o := range p.Items {
 		if o.GetUID() == uid {
 			return true, nil
 		}

@@ -50,3 +50,34 @@ func (r *Relay) Sources() []*Source { return r.sources }
 
 // Resource returns what the source watches: the resource and the namespace ("" for all).
 func (s *Source) Resource() (Resource, string) { return s.cfg.Resource, s.cfg.Namespace }
+
+// publishStuckAfter is how long publishing may keep failing before the source reports not
+// ready: longer than a NATS leader election or restart.
+const publishStuckAfter = 30 * time.Second
+
+// Status reports whether the source is watching, or why not.
+func (s *Source) Status() (ready bool, reason string) {
+	if err := s.failure.Load(); err != nil {
+		return false, s.describe() + ": " + (*err).Error()
+	}
+	if err := s.watchErr.Load(); err != nil {
+		return false, s.describe() + ": " + (*err).Error()
+	}
+	if !s.synced.Load() {
+		if s.namespaces != nil {
+			if why := s.namespaces.waiting(); why != "" {
+				return false, s.describe() + ": " + why
+			}
+		}
+		return false, s.describe() + ": not watching (listing, or re-opening its watch)"
+	}
+	if p := s.pipe.Load(); p != nil {
+		if since, err := p.failing(); err != nil && time.Since(since) > publishStuckAfter {
+			return false, fmt.Sprintf("%s: publishing failing since %s: %v", s.describe(), since.Format(time.RFC3339), err)
+		}
+	}
+	if why := s.undelivered.reason(time.Now()); why != "" {
+		return false, s.describe() + ": " + why
+	}
+	return true, ""
+}

@@ -57,13 +57,6 @@ func statusValue(v string) string {
 	return fmt.Sprintf("%s... (%d bytes)", strconv.Quote(strings.ToValidUTF8(v[:statusValueMax], "")), len(v))
 }
 
-// WithDenials makes the source's publishes fail at once when the server reports a
-// permissions violation for their subject (see Denials); nil waits for the ack's timeout.
-func (s *Source) WithDenials(d *Denials) *Source {
-	s.denials = d
-	return s
-}
-
 // onRefused returns the pipeline's handler of refused steps: it logs each, and records the
 // ones given up for the source's status.
 func (s *Source) onRefused(log zerolog.Logger) func(it *item, step Step, why Refusal, err error, reference bool) {

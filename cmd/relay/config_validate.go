@@ -15,6 +15,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/kube-nats-relay/kube-nats-relay/event"
@@ -120,7 +121,7 @@ func (c Config) validateSelection(ps *problems) *filter.File {
 			if err != nil {
 				continue // reported above
 			}
-			res := filter.Resource{Group: spec.Group, Version: spec.Version, Resource: spec.Resource}
+			res := event.Resource{GroupVersionResource: schema.GroupVersionResource{Group: spec.Group, Version: spec.Version, Resource: spec.Resource}}
 			if _, err := filter.Compile(c.ruleFor(rules, spec), res); err != nil {
 				addRulesProblems(ps, c.RulesFile, err)
 			}

@@ -170,13 +170,18 @@ func (o sourceObserver) Noted(n relay.Note) {
 	}
 }
 
+// sourceObserver returns the observer that counts the events and notes of resource r's
+// sources.
+func (m *metrics) sourceObserver(r relay.Resource) relay.Observer {
+	return sourceObserver{m: m, resource: r.GroupResource().String()}
+}
+
 // observe attaches the metrics to every source and samples them, their checkpoints and the
 // NATS connection at scrape time.
 func (m *metrics) observe(sources []*relay.Source, ckpts *trackedCheckpoints, nc *nats.Conn) {
 	for _, s := range sources {
 		r, _ := s.Resource()
 		res := r.GroupResource().String()
-		s.WithObserver(sourceObserver{m: m, resource: res})
 		// Every series of the resource exists from the start, at 0, so that rate() and
 		// alerts see a first failure or relist as an increase, not as a new series.
 		for _, t := range []string{"added", "modified", "deleted"} {

@@ -27,18 +27,12 @@ func (r sourceRules) Shape(obj map[string]any) map[string]any { return r.p.Shape
 func (r sourceRules) Decide(c relay.Change) relay.Verdict {
 	// The expression's cost limit bounds an evaluation; it needs no deadline of its own.
 	d := r.p.Decide(context.Background(), filter.Change{Type: c.Type, Origin: c.Origin, Object: c.Object, Old: c.Old})
-	return relay.Verdict{Publish: d.Publish, Reason: string(d.Reason), Err: d.Err, FirstError: d.FirstError}
+	return relay.Verdict{Publish: d.Publish, Reason: d.Reason, Err: d.Err, FirstError: d.FirstError}
 }
 
-func (r sourceRules) Body(obj, old map[string]any) ([]byte, string, error) {
+func (r sourceRules) Body(obj, old map[string]any) ([]byte, event.Payload, error) {
 	b, err := r.p.Body(obj, old)
-	switch r.p.Payload() {
-	case filter.PayloadObjectAndOld:
-		return b, event.PayloadObjectAndOld, err
-	case filter.PayloadObjectAndPatch:
-		return b, event.PayloadObjectAndPatch, err
-	}
-	return b, "", err
+	return b, r.p.Payload().Event(), err
 }
 
 func (r sourceRules) Namespace(ns string, labels map[string]string) bool {

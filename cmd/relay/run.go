@@ -181,22 +181,21 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	m.observeBudget(budget)
 	built := make([]*relay.Source, len(plans))
 	for i, p := range plans {
-		built[i] = relay.NewSource(p.cfg, dyn, js, ckpts, objIdx).WithRules(sourceRules{p.rules}).
-			WithDenials(denials).WithPublishedLog(relay.StreamLog{Stream: stream}).WithBudget(budget).
-			WithHistory(trackedHistory{store: store, ckpts: ckpts})
-		if err := built[i].ReadThrough(raw); err != nil {
-			return fmt.Errorf("kubernetes client: %w", err)
-		}
+		deps := relay.SourceDeps{Readers: raw, Publisher: js, Checkpointer: ckpts, Index: objIdx, Budget: budget,
+			Rules: sourceRules{p.rules}, Observer: m.sourceObserver(p.cfg.Resource), Denials: denials,
+			History: trackedHistory{store: store, ckpts: ckpts}, Published: relay.StreamLog{Stream: stream}}
 		if p.cfg.Resource.Namespaced {
+			deps.NamespaceRules = sourceRules{p.rules}
 			// Only sources that select by namespace labels wait for them.
-			var labels *relay.Namespaces
 			if p.rules.NamespaceSelector() != nil {
-				labels = namespaces
+				deps.Namespaces = namespaces
 			}
-			built[i].WithNamespaceRules(sourceRules{p.rules}, labels)
 		}
 		if p.mirrored {
-			built[i].WithMirror(mirror)
+			deps.Mirror = mirror
+		}
+		if built[i], err = relay.NewSource(p.cfg, deps); err != nil {
+			return fmt.Errorf("kubernetes client: %w", err)
 		}
 	}
 	rl := relay.New(built...).WithNamespaces(namespaces)
@@ -250,7 +249,7 @@ func planSources(cfg Config, resources []relay.Resource, maxPayload int64) ([]so
 	var ps problems
 	specs := cfg.Resources()
 	for i, r := range resources {
-		prog, err := filter.Compile(cfg.Rule(specs[i]), filter.Resource{Group: r.Group, Version: r.Version, Resource: r.Resource})
+		prog, err := filter.Compile(cfg.Rule(specs[i]), r)
 		if err != nil {
 			name, value := "RELAY_RULES_FILE", cfg.RulesFile
 			if cfg.RulesFile == "" {

@@ -124,7 +124,7 @@ func TestShapingQuietUpdatesAndTransitions(t *testing.T) {
 	}
 
 	settings := lastOf(t, msgs, name, "settings")
-	if got := settings.Header.Get(event.HeaderPayload); got != event.PayloadObjectAndPatch {
+	if got := settings.Header.Get(event.HeaderPayload); got != string(event.PayloadObjectAndPatch) {
 		t.Errorf("got payload %q, want %q", got, event.PayloadObjectAndPatch)
 	}
 	if got := field(settings.Body, "object", "data"); fmt.Sprint(got) != "map[keep:2]" {

@@ -11,7 +11,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
 	"github.com/kube-nats-relay/kube-nats-relay/checkpoint"
@@ -87,11 +86,12 @@ func (e *Env) buildEngine(ctx context.Context, n names, namespace string) (*engi
 	cfg := rest.CopyConfig(e.test.Kube.RESTConfig())
 	cfg.QPS, cfg.Burst = engineKubeQPS, engineKubeBurst
 	cfg.DisableCompression = true // as the relay does by default (RELAY_KUBE_COMPRESSION)
-	dyn, err := dynamic.NewForConfig(cfg)
+	// Read as the relay binary does: one-pass decoding of list and watch responses.
+	raw, err := relay.NewRawReaders(cfg)
 	if err != nil {
 		return fail(err)
 	}
-	src := relay.NewSource(relay.SourceConfig{
+	src, err := relay.NewSource(relay.SourceConfig{
 		Cluster:            n.cluster,
 		Prefix:             prefix,
 		Resource:           configMapResource,
@@ -102,13 +102,8 @@ func (e *Env) buildEngine(ctx context.Context, n names, namespace string) (*engi
 		CheckpointInterval: engineCheckpointInterval,
 		MaxPayload:         int(nc.MaxPayload()),
 		ShutdownTimeout:    engineShutdownTimeout,
-	}, dyn, js, store, idx)
-	// Read as the relay binary does: one-pass decoding of list and watch responses.
-	raw, err := relay.NewRawReaders(cfg)
+	}, relay.SourceDeps{Readers: raw, Publisher: js, Checkpointer: store, Index: idx})
 	if err != nil {
-		return fail(err)
-	}
-	if err := src.ReadThrough(raw); err != nil {
 		return fail(err)
 	}
 	logFile, err := os.OpenFile(filepath.Join(e.cfg.LogDir, "engine.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)

@@ -12,7 +12,7 @@ import (
 )
 
 // microPackages hold the *_bench_test.go micro-benchmarks of the hot path.
-var microPackages = []string{"./event", "./relay"}
+var microPackages = []string{"./event", "./relay", "./relay/internal/rawread"}
 
 // benchLine matches a benchmark result: name with its -GOMAXPROCS suffix, iterations, then
 // value-unit pairs.

@@ -13,8 +13,8 @@ type scriptedFailingBodyRules struct {
 	err error
 }
 
-func (r scriptedFailingBodyRules) Body(map[string]any, map[string]any) ([]byte, string, error) {
-	return nil, "", r.err
+func (r scriptedFailingBodyRules) Body(map[string]any, map[string]any) ([]byte, event.Payload, error) {
+	return nil, event.PayloadObject, r.err
 }
 
 func TestMessageHeadersOfEveryKindArePercentEncoded(t *testing.T) {

@@ -1,4 +1,4 @@
-package relay
+package rawread
 
 import (
 	"bytes"
@@ -31,7 +31,7 @@ func decodeJSON(t testing.TB, b []byte) map[string]any {
 // referenceAsRead is what the decoding path publishes for JSON b: the object decoded, kind and
 // apiVersion filled in when missing, managedFields and the last-applied annotation removed
 // (an annotations map left empty removed too, as filter.Program.Shape does).
-func referenceAsRead(t testing.TB, a asRead, b []byte, apiVersion, kind string) map[string]any {
+func referenceAsRead(t testing.TB, a AsRead, b []byte, apiVersion, kind string) map[string]any {
 	t.Helper()
 	m := decodeJSON(t, b)
 	if _, ok := m["apiVersion"]; !ok {
@@ -44,10 +44,10 @@ func referenceAsRead(t testing.TB, a asRead, b []byte, apiVersion, kind string) 
 	if !ok {
 		return m
 	}
-	if a.stripManaged {
+	if a.StripManaged {
 		delete(md, "managedFields")
 	}
-	if ann, ok := md["annotations"].(map[string]any); ok && a.stripApplied {
+	if ann, ok := md["annotations"].(map[string]any); ok && a.StripApplied {
 		if _, has := ann[lastAppliedAnnotation]; has {
 			delete(ann, lastAppliedAnnotation)
 			if len(ann) == 0 {
@@ -59,10 +59,10 @@ func referenceAsRead(t testing.TB, a asRead, b []byte, apiVersion, kind string) 
 }
 
 func TestAsReadObject(t *testing.T) {
-	both := asRead{stripManaged: true, stripApplied: true}
+	both := AsRead{StripManaged: true, StripApplied: true}
 	tests := []struct {
 		name                string
-		a                   asRead
+		a                   AsRead
 		in                  string
 		apiVersion, kind    string
 		want                string
@@ -101,7 +101,7 @@ func TestAsReadObject(t *testing.T) {
 		},
 		{
 			name:     "stripping off keeps managedFields and the annotation",
-			a:        asRead{},
+			a:        AsRead{},
 			in:       `{"kind":"Pod","apiVersion":"v1","metadata":{"managedFields":[],"annotations":{"kubectl.kubernetes.io/last-applied-configuration":"x"}}}`,
 			want:     `{"kind":"Pod","apiVersion":"v1","metadata":{"managedFields":[],"annotations":{"kubectl.kubernetes.io/last-applied-configuration":"x"}}}`,
 			wantKind: "Pod", wantAPIVs: "v1",
@@ -124,32 +124,32 @@ func TestAsReadObject(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			obj, err := tt.a.object([]byte(tt.in), true, tt.apiVersion, tt.kind)
+			obj, err := tt.a.Object([]byte(tt.in), true, tt.apiVersion, tt.kind)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if string(obj.body) != tt.want {
-				t.Errorf("body:\ngot  %s\nwant %s", obj.body, tt.want)
+			if string(obj.Body) != tt.want {
+				t.Errorf("body:\ngot  %s\nwant %s", obj.Body, tt.want)
 			}
 			got := []string{obj.GetName(), obj.GetNamespace(), string(obj.GetUID()), obj.GetResourceVersion(), obj.GetKind(), obj.GetAPIVersion()}
 			want := []string{tt.wantName, tt.wantNS, tt.wantUID, tt.wantRV, tt.wantKind, tt.wantAPIVs}
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("identity: got %q, want %q", got, want)
 			}
-			if ref := referenceAsRead(t, tt.a, []byte(tt.in), tt.apiVersion, tt.kind); !reflect.DeepEqual(decodeJSON(t, obj.body), ref) {
-				t.Errorf("body decodes to %v, want %v", decodeJSON(t, obj.body), ref)
+			if ref := referenceAsRead(t, tt.a, []byte(tt.in), tt.apiVersion, tt.kind); !reflect.DeepEqual(decodeJSON(t, obj.Body), ref) {
+				t.Errorf("body decodes to %v, want %v", decodeJSON(t, obj.Body), ref)
 			}
 		})
 	}
 }
 
 func TestAsReadObjectErrors(t *testing.T) {
-	a := asRead{stripManaged: true, stripApplied: true}
+	a := AsRead{StripManaged: true, StripApplied: true}
 	for _, in := range []string{
 		``, `{`, `[]`, `{"metadata":}`, `{"kind":"K"}}`, `{"a":[1,2}`,
 		`{"metadata":{"managedFields":[}}`, `{"a":"unterminated}`, `{"a" 1}`, `{"a":1,}`, `{,}`,
 	} {
-		if _, err := a.object([]byte(in), true, "v1", "K"); err == nil {
+		if _, err := a.Object([]byte(in), true, "v1", "K"); err == nil {
 			t.Errorf("object(%q): got no error, want one", in)
 		}
 	}
@@ -166,8 +166,8 @@ func FuzzAsReadObject(f *testing.F) {
 	f.Add([]byte(`{"metadata":1,"kind":2}`), true, true)
 	f.Add([]byte(`{"metadata":{"name":1,"uid":null}}`), true, true)
 	f.Fuzz(func(t *testing.T, in []byte, managed, applied bool) {
-		a := asRead{stripManaged: managed, stripApplied: applied}
-		obj, err := a.object(in, true, "v1", "K")
+		a := AsRead{StripManaged: managed, StripApplied: applied}
+		obj, err := a.Object(in, true, "v1", "K")
 		var top map[string]any
 		if !json.Valid(in) || json.Unmarshal(in, &top) != nil {
 			return // invalid input: an error or not, but no panic
@@ -175,10 +175,10 @@ func FuzzAsReadObject(f *testing.F) {
 		if err != nil {
 			t.Fatalf("object(%s): %v", in, err)
 		}
-		if !json.Valid(obj.body) {
-			t.Fatalf("object(%s): body %s is not valid JSON", in, obj.body)
+		if !json.Valid(obj.Body) {
+			t.Fatalf("object(%s): body %s is not valid JSON", in, obj.Body)
 		}
-		if got, want := decodeJSON(t, obj.body), referenceAsRead(t, a, in, "v1", "K"); !reflect.DeepEqual(got, want) {
+		if got, want := decodeJSON(t, obj.Body), referenceAsRead(t, a, in, "v1", "K"); !reflect.DeepEqual(got, want) {
 			t.Fatalf("object(%s):\ngot  %v\nwant %v", in, got, want)
 		}
 	})
@@ -204,7 +204,7 @@ func FuzzSkipValue(f *testing.F) {
 }
 
 func TestAsReadPage(t *testing.T) {
-	a := &asRead{stripManaged: true}
+	a := &AsRead{StripManaged: true}
 	in := `{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"42","continue":"tok"},"items":[` +
 		`{"metadata":{"name":"a","namespace":"n","uid":"u","resourceVersion":"40","managedFields":[]},"data":{"x":"1"}},` +
 		` {"metadata":{"name":"b","namespace":"n","uid":"v","resourceVersion":"41"}} ]}`
@@ -212,46 +212,46 @@ func TestAsReadPage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.resourceVersion != "42" || p.continueToken != "tok" || len(p.items) != 2 {
-		t.Fatalf("got rv %q, continue %q, %d items; want 42, tok, 2", p.resourceVersion, p.continueToken, len(p.items))
+	if p.ResourceVersion != "42" || p.Continue != "tok" || len(p.Items) != 2 {
+		t.Fatalf("got rv %q, continue %q, %d items; want 42, tok, 2", p.ResourceVersion, p.Continue, len(p.Items))
 	}
 	want := []string{
 		`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"n","uid":"u","resourceVersion":"40"},"data":{"x":"1"}}`,
 		`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"b","namespace":"n","uid":"v","resourceVersion":"41"}}`,
 	}
-	for i, obj := range p.items {
-		if string(obj.body) != want[i] {
-			t.Errorf("item %d: got %s, want %s", i, obj.body, want[i])
+	for i, obj := range p.Items {
+		if string(obj.Body) != want[i] {
+			t.Errorf("item %d: got %s, want %s", i, obj.Body, want[i])
 		}
 	}
 	for _, in := range []string{`{"kind":"L","items":null,"metadata":{"resourceVersion":"1"}}`, `{"kind":"L","items":[],"metadata":{"resourceVersion":"1"}}`, `{"kind":"L","items":[ ],"metadata":{"resourceVersion":"1"}}`} {
 		p, err := a.page([]byte(in))
-		if err != nil || len(p.items) != 0 || p.resourceVersion != "1" {
+		if err != nil || len(p.Items) != 0 || p.ResourceVersion != "1" {
 			t.Errorf("page(%s): got %+v, %v; want no items at rv 1", in, p, err)
 		}
 	}
 	// Identity fields of another type read as empty, as unstructured's accessors read them.
 	p, err = a.page([]byte(`{"kind":"L","items":[{"metadata":{"name":2}},{"metadata":null}]}`))
-	if err != nil || len(p.items) != 2 || p.items[0].GetName() != "" {
+	if err != nil || len(p.Items) != 2 || p.Items[0].GetName() != "" {
 		t.Errorf("page with a numeric name and null metadata: got %+v, %v; want two items, no name", p, err)
 	}
 }
 
 func TestAsReadEvent(t *testing.T) {
-	a := &asRead{stripManaged: true}
+	a := &AsRead{StripManaged: true}
 	ev, err := a.event([]byte(`{"type":"ADDED","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"a","resourceVersion":"5","managedFields":[]}}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	obj, ok := ev.Object.(object)
-	if ev.Type != watch.Added || !ok || obj.GetName() != "a" || string(obj.body) != `{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"a","resourceVersion":"5"}}` {
+	obj, ok := ev.Object.(Object)
+	if ev.Type != watch.Added || !ok || obj.GetName() != "a" || string(obj.Body) != `{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"a","resourceVersion":"5"}}` {
 		t.Fatalf("got %s %#v", ev.Type, ev.Object)
 	}
 	ev, err = a.event([]byte(`{"type":"BOOKMARK","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"resourceVersion":"9"}}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if obj, ok := asObject(ev.Object); ev.Type != watch.Bookmark || !ok || obj.GetResourceVersion() != "9" {
+	if obj, ok := ev.Object.(Object); ev.Type != watch.Bookmark || !ok || obj.GetResourceVersion() != "9" {
 		t.Fatalf("bookmark: got %s %#v", ev.Type, ev.Object)
 	}
 	ev, err = a.event([]byte(`{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","status":"Failure","code":410,"reason":"Expired","message":"too old"}}`))
@@ -264,7 +264,7 @@ func TestAsReadEvent(t *testing.T) {
 	}
 	// A watch event's object without kind or apiVersion gets none added.
 	ev, err = a.event([]byte(`{"type":"MODIFIED","object":{"metadata":{"name":"b"}}}`))
-	if obj, ok := ev.Object.(object); err != nil || !ok || string(obj.body) != `{"metadata":{"name":"b"}}` {
+	if obj, ok := ev.Object.(Object); err != nil || !ok || string(obj.Body) != `{"metadata":{"name":"b"}}` {
 		t.Fatalf("object without kind: got %#v, %v", ev.Object, err)
 	}
 	if _, err := a.event([]byte(`{"type":"ADDED"}`)); err == nil {
@@ -323,7 +323,7 @@ func FuzzAsReadPage(f *testing.F) {
 	f.Add([]byte(`{"kind":"AList","apiVersion":"v1","items":[{}],"items":[{},{}]}`))
 	f.Add([]byte(`{"kind":"AList","apiVersion":"v1","items":[{}],"kind":"BList"}`))
 	f.Fuzz(func(t *testing.T, in []byte) {
-		a := asRead{stripManaged: true, stripApplied: true}
+		a := AsRead{StripManaged: true, StripApplied: true}
 		p, err := a.page(in)
 		// Decoded as the relay's decoding path does: member names case-sensitive.
 		var list map[string]any
@@ -336,13 +336,13 @@ func FuzzAsReadPage(f *testing.F) {
 		if err != nil || !ok1 || !ok2 || (!ok3 && list["items"] != nil) {
 			return // identity fields of another type are refused, as is a non-array items
 		}
-		if len(p.items) != len(items) {
-			t.Fatalf("page(%s): %d items, want %d", in, len(p.items), len(items))
+		if len(p.Items) != len(items) {
+			t.Fatalf("page(%s): %d items, want %d", in, len(p.Items), len(items))
 		}
-		for i, obj := range p.items {
+		for i, obj := range p.Items {
 			raw, _ := json.Marshal(items[i])
 			want := referenceAsRead(t, a, raw, apiVersion, strings.TrimSuffix(kind, "List"))
-			if got := decodeJSON(t, obj.body); !reflect.DeepEqual(got, want) {
+			if got := decodeJSON(t, obj.Body); !reflect.DeepEqual(got, want) {
 				t.Fatalf("page(%s) item %d:\ngot  %v\nwant %v", in, i, got, want)
 			}
 		}

@@ -1,4 +1,4 @@
-package relay
+package rawread
 
 import (
 	"context"
@@ -15,63 +15,36 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/flowcontrol"
 	sigsjson "sigs.k8s.io/json"
 )
 
-// reader lists and watches one resource (in one namespace, or all). Watch events carry
-// objects as *unstructured.Unstructured or, read as is, as object.
-type reader interface {
-	List(ctx context.Context, opts metav1.ListOptions) (*page, error)
-	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
-}
-
-// object is one object as read. Without body, Unstructured holds the whole object. With body
-// (read as is, see AsReadRules), body is the object's JSON ready to publish and Unstructured
-// holds only what the relay reads itself: apiVersion, kind and metadata's name, namespace,
-// uid and resourceVersion.
-type object struct {
+// Object is one object as read. Without Body, Unstructured holds the whole object. With Body
+// (read as is, see AsRead), Body is the object's JSON ready to publish and Unstructured holds
+// only what the relay reads itself: apiVersion, kind and metadata's name, namespace, uid and
+// resourceVersion.
+type Object struct {
 	*unstructured.Unstructured
-	body []byte
+	Body []byte
 }
 
-// page is one page of a list.
-type page struct {
-	resourceVersion string
-	continueToken   string
-	items           []object
-	// bytes is the size of the response the page was read from; 0 when unknown.
-	bytes int64
+// Page is one page of a list.
+type Page struct {
+	ResourceVersion string
+	Continue        string
+	Items           []Object
+	// Bytes is the size of the response the page was read from; 0 when unknown.
+	Bytes int64
 }
 
-// dynamicReader reads through client-go's dynamic client.
-type dynamicReader struct{ ri dynamic.ResourceInterface }
-
-func (d dynamicReader) List(ctx context.Context, opts metav1.ListOptions) (*page, error) {
-	l, err := d.ri.List(ctx, opts)
-	if err != nil {
-		return nil, err
-	}
-	p := &page{resourceVersion: l.GetResourceVersion(), continueToken: l.GetContinue(), items: make([]object, len(l.Items))}
-	for i := range l.Items {
-		p.items[i].Unstructured = &l.Items[i]
-	}
-	return p, nil
-}
-
-func (d dynamicReader) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-	return d.ri.Watch(ctx, opts)
-}
-
-// RawReaders read list and watch responses in one pass: the JSON of a page or of a watch
+// Readers read list and watch responses in one pass: the JSON of a page or of a watch
 // event is decoded once, straight into the maps of unstructured objects. client-go's dynamic
 // client parses the same bytes three or four times (framing, kind sniffing, the event or
 // list envelope, then the object), which was most of the relay's CPU in the benchmarks. The
 // readers share one HTTP client and one client-side rate limiter, like the dynamic client.
-type RawReaders struct {
+type Readers struct {
 	cfg     *rest.Config
 	http    *http.Client
 	limiter flowcontrol.RateLimiter
@@ -80,8 +53,8 @@ type RawReaders struct {
 	clients map[schema.GroupVersion]*rest.RESTClient
 }
 
-// NewRawReaders returns readers that talk to the apiserver of cfg.
-func NewRawReaders(cfg *rest.Config) (*RawReaders, error) {
+// NewReaders returns readers that talk to the apiserver of cfg.
+func NewReaders(cfg *rest.Config) (*Readers, error) {
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("http client: %w", err)
@@ -90,11 +63,11 @@ func NewRawReaders(cfg *rest.Config) (*RawReaders, error) {
 	if limiter == nil && cfg.QPS > 0 {
 		limiter = flowcontrol.NewTokenBucketRateLimiter(cfg.QPS, cfg.Burst)
 	}
-	return &RawReaders{cfg: cfg, http: hc, limiter: limiter, clients: make(map[schema.GroupVersion]*rest.RESTClient)}, nil
+	return &Readers{cfg: cfg, http: hc, limiter: limiter, clients: make(map[schema.GroupVersion]*rest.RESTClient)}, nil
 }
 
 // client returns the REST client of group version gv.
-func (r *RawReaders) client(gv schema.GroupVersion) (*rest.RESTClient, error) {
+func (r *Readers) client(gv schema.GroupVersion) (*rest.RESTClient, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if c, ok := r.clients[gv]; ok {
@@ -121,34 +94,39 @@ func (r *RawReaders) client(gv schema.GroupVersion) (*rest.RESTClient, error) {
 	return c, nil
 }
 
-// rawReader reads one resource in namespace ns ("" for all, or cluster-scoped); with asRead
-// set, objects are read as is (see AsReadRules).
-type rawReader struct {
+// Reader reads one resource in namespace ns ("" for all, or cluster-scoped); with asRead
+// set, objects are read as is (see AsRead).
+type Reader struct {
 	client *rest.RESTClient
 	gvr    schema.GroupVersionResource
 	ns     string
-	asRead *asRead
-	// budget bounds the bytes of the list pages read at once; nil: no bound.
-	budget *Budget
+	asRead *AsRead
 }
 
-func (r *rawReader) listBudget() *Budget { return r.budget }
-
-func (r *RawReaders) reader(gvr schema.GroupVersionResource, ns string) (*rawReader, error) {
+// Reader returns the reader of resource gvr in namespace ns ("" for all, or cluster-scoped);
+// with asRead not nil it reads objects as is.
+func (r *Readers) Reader(gvr schema.GroupVersionResource, ns string, asRead *AsRead) (*Reader, error) {
 	c, err := r.client(gvr.GroupVersion())
 	if err != nil {
 		return nil, err
 	}
-	return &rawReader{client: c, gvr: gvr, ns: ns}, nil
+	return &Reader{client: c, gvr: gvr, ns: ns, asRead: asRead}, nil
 }
 
-func (r *rawReader) request(opts *metav1.ListOptions) *rest.Request {
+// Namespace returns the reader of the same resource in namespace ns.
+func (r *Reader) Namespace(ns string) *Reader {
+	c := *r
+	c.ns = ns
+	return &c
+}
+
+func (r *Reader) request(opts *metav1.ListOptions) *rest.Request {
 	return r.client.Get().NamespaceIfScoped(r.ns, r.ns != "").Resource(r.gvr.Resource).
 		VersionedParams(opts, metav1.ParameterCodec)
 }
 
 // List reads one page.
-func (r *rawReader) List(ctx context.Context, opts metav1.ListOptions) (*page, error) {
+func (r *Reader) List(ctx context.Context, opts metav1.ListOptions) (*Page, error) {
 	res := r.request(&opts).Do(ctx)
 	// Error, not Raw, turns a Status body into the typed error (forbidden, expired, ...).
 	if err := res.Error(); err != nil {
@@ -163,7 +141,7 @@ func (r *rawReader) List(ctx context.Context, opts metav1.ListOptions) (*page, e
 		if err != nil {
 			return nil, fmt.Errorf("decode list of %s: %w", r.gvr.Resource, err)
 		}
-		p.bytes = int64(len(body))
+		p.Bytes = int64(len(body))
 		return p, nil
 	}
 	var list struct {
@@ -178,8 +156,8 @@ func (r *rawReader) List(ctx context.Context, opts metav1.ListOptions) (*page, e
 	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(body, &list); err != nil {
 		return nil, fmt.Errorf("decode list of %s: %w", r.gvr.Resource, err)
 	}
-	p := &page{resourceVersion: list.Metadata.ResourceVersion, continueToken: list.Metadata.Continue, items: make([]object, len(list.Items)),
-		bytes: int64(len(body))}
+	p := &Page{ResourceVersion: list.Metadata.ResourceVersion, Continue: list.Metadata.Continue, Items: make([]Object, len(list.Items)),
+		Bytes: int64(len(body))}
 	// The apiserver leaves kind and apiVersion out of the items of built-in lists.
 	kind := strings.TrimSuffix(list.Kind, "List")
 	for i, obj := range list.Items {
@@ -189,14 +167,14 @@ func (r *rawReader) List(ctx context.Context, opts metav1.ListOptions) (*page, e
 		if _, ok := obj["apiVersion"]; !ok {
 			obj["apiVersion"] = list.APIVersion
 		}
-		p.items[i].Unstructured = &unstructured.Unstructured{Object: obj}
+		p.Items[i].Unstructured = &unstructured.Unstructured{Object: obj}
 	}
 	return p, nil
 }
 
-// Watch opens a watch; its events carry *unstructured.Unstructured objects (object values
+// Watch opens a watch; its events carry *unstructured.Unstructured objects (Object values
 // when read as is), an error event a Status (which apierrors.FromObject reads).
-func (r *rawReader) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+func (r *Reader) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 	var timeout time.Duration
 	if opts.TimeoutSeconds != nil {
 		timeout = time.Duration(*opts.TimeoutSeconds) * time.Second
@@ -214,7 +192,7 @@ func (r *rawReader) Watch(ctx context.Context, opts metav1.ListOptions) (watch.I
 // rawWatch decodes a watch stream, one JSON event at a time.
 type rawWatch struct {
 	body   io.ReadCloser
-	asRead *asRead
+	asRead *AsRead
 	result chan watch.Event
 	done   chan struct{}
 	once   sync.Once

@@ -1,4 +1,4 @@
-package relay
+package rawread
 
 import (
 	"encoding/json"
@@ -10,52 +10,31 @@ import (
 	sigsjson "sigs.k8s.io/json"
 )
 
-// AsReadRules are Rules that may publish objects as the apiserver sent them. When AsRead
-// reports ok, the rules decide every change from its type and the object's identity alone
-// (no expression, no quiet updates, no previous state) and publish the object's JSON
-// unchanged except that metadata.managedFields is removed when stripManaged and the kubectl
-// last-applied annotation when stripApplied (an annotations map left empty goes too). The
-// source then reads such objects without decoding their bodies: Shape and Body are not
-// called for them, and the Object that Decide sees holds only apiVersion, kind and
-// metadata's name, namespace, uid and resourceVersion.
-type AsReadRules interface {
-	AsRead() (stripManaged, stripApplied, ok bool)
-}
-
-// asRead is how a source reads objects whose bodies it publishes as read.
-type asRead struct {
-	stripManaged, stripApplied bool
-}
-
-// asReadOf returns the read-as-is settings of rules, nil when they need decoded objects.
-func asReadOf(rules Rules) *asRead {
-	ar, ok := rules.(AsReadRules)
-	if !ok {
-		return nil
-	}
-	managed, applied, ok := ar.AsRead()
-	if !ok {
-		return nil
-	}
-	return &asRead{stripManaged: managed, stripApplied: applied}
+// AsRead is how a reader reads objects whose bodies are published as read: the object's JSON
+// unchanged except that metadata.managedFields is removed when StripManaged and the kubectl
+// last-applied annotation when StripApplied (an annotations map left empty goes too). Only
+// the object's identity is decoded: apiVersion, kind and metadata's name, namespace, uid and
+// resourceVersion.
+type AsRead struct {
+	StripManaged, StripApplied bool
 }
 
 // lastAppliedAnnotation holds the object as last applied by kubectl.
 const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
 
-// object returns the object whose JSON is b (a list item or a watch event's object): its
+// Object returns the object whose JSON is b (a list item or a watch event's object): its
 // identity decoded and its body ready to publish, a copy of b less what a strips. With fill,
 // apiVersion and kind are used where b has none (the items of built-in lists) and the body
 // gets them too, as the decoding path adds them; a watch event's object is taken as it is.
 // The result does not refer to b.
-func (a *asRead) object(b []byte, fill bool, apiVersion, kind string) (object, error) {
+func (a *AsRead) Object(b []byte, fill bool, apiVersion, kind string) (Object, error) {
 	var topBuf [16]member
 	top, end, err := members(topBuf[:0], b, 0)
 	if err != nil {
-		return object{}, err
+		return Object{}, err
 	}
 	if end = skipSpace(b, end); end != len(b) {
-		return object{}, syntaxError(end, "data after the object")
+		return Object{}, syntaxError(end, "data after the object")
 	}
 	md := map[string]any{}
 	var add []byte // members to add at the front: apiVersion and kind when missing
@@ -82,7 +61,7 @@ func (a *asRead) object(b []byte, fill bool, apiVersion, kind string) (object, e
 	if k := find(b, top, "metadata"); k >= 0 && b[top[k].valStart] == '{' {
 		mdStart, mdEnd = top[k].valStart, top[k].valEnd
 		if mdText, err = a.metadata(b, top[k], md); err != nil {
-			return object{}, fmt.Errorf("metadata: %w", err)
+			return Object{}, fmt.Errorf("metadata: %w", err)
 		}
 	}
 
@@ -108,12 +87,12 @@ func (a *asRead) object(b []byte, fill bool, apiVersion, kind string) (object, e
 		body = append(body, rest...)
 	}
 	obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": apiVersion, "kind": kind, "metadata": md}}
-	return object{Unstructured: obj, body: body}, nil
+	return Object{Unstructured: obj, Body: body}, nil
 }
 
 // metadata reads the identity fields of the metadata member m of b into md and returns the
 // metadata's text with the stripped members removed, nil when nothing is removed.
-func (a *asRead) metadata(b []byte, m member, md map[string]any) ([]byte, error) {
+func (a *AsRead) metadata(b []byte, m member, md map[string]any) ([]byte, error) {
 	var msBuf [24]member
 	ms, _, err := members(msBuf[:0], b, m.valStart)
 	if err != nil {
@@ -129,7 +108,7 @@ func (a *asRead) metadata(b []byte, m member, md map[string]any) ([]byte, error)
 	// Of repeated annotations members, a decoder keeps the last: that one is stripped, the
 	// earlier ones, shadowed, are dropped so that stripping cannot reveal them.
 	annotations := -1
-	if a.stripApplied {
+	if a.StripApplied {
 		annotations = find(b, ms, "annotations")
 	}
 	var dropBuf [24]bool
@@ -141,7 +120,7 @@ func (a *asRead) metadata(b []byte, m member, md map[string]any) ([]byte, error)
 	changed := false
 	for i, mm := range ms {
 		switch {
-		case a.stripManaged && mm.keyIs(b, "managedFields"):
+		case a.StripManaged && mm.keyIs(b, "managedFields"):
 			drop[i], changed = true, true
 		case annotations >= 0 && i < annotations && mm.keyIs(b, "annotations"):
 			drop[i], changed = true, true
@@ -238,13 +217,13 @@ func appendQuoted(dst []byte, s string) []byte {
 }
 
 // page reads one list response: its resourceVersion, continue token and items.
-func (a *asRead) page(b []byte) (*page, error) {
+func (a *AsRead) page(b []byte) (*Page, error) {
 	var topBuf [8]member
 	top, _, err := members(topBuf[:0], b, 0)
 	if err != nil {
 		return nil, err
 	}
-	p := &page{}
+	p := &Page{}
 	var apiVersion, kind string
 	for _, want := range [...]struct {
 		key string
@@ -262,7 +241,7 @@ func (a *asRead) page(b []byte) (*page, error) {
 		for _, want := range [...]struct {
 			key string
 			val *string
-		}{{"resourceVersion", &p.resourceVersion}, {"continue", &p.continueToken}} {
+		}{{"resourceVersion", &p.ResourceVersion}, {"continue", &p.Continue}} {
 			if j := find(b, ms, want.key); j >= 0 {
 				*want.val = stringOf(b, ms[j])
 			}
@@ -285,11 +264,11 @@ func (a *asRead) page(b []byte) (*page, error) {
 		if err != nil {
 			return nil, err
 		}
-		obj, err := a.object(b[i:j], true, apiVersion, itemKind)
+		obj, err := a.Object(b[i:j], true, apiVersion, itemKind)
 		if err != nil {
-			return nil, fmt.Errorf("items[%d]: %w", len(p.items), err)
+			return nil, fmt.Errorf("items[%d]: %w", len(p.Items), err)
 		}
-		p.items = append(p.items, obj)
+		p.Items = append(p.Items, obj)
 		if i = skipSpace(b, j); i < end && b[i] == ',' {
 			i++
 		}
@@ -298,7 +277,7 @@ func (a *asRead) page(b []byte) (*page, error) {
 
 // event reads one watch event. An ERROR event's object (a Status) is decoded whole, so that
 // apierrors.FromObject can read it.
-func (a *asRead) event(b []byte) (watch.Event, error) {
+func (a *AsRead) event(b []byte) (watch.Event, error) {
 	var topBuf [8]member
 	top, _, err := members(topBuf[:0], b, 0)
 	if err != nil {
@@ -325,7 +304,7 @@ func (a *asRead) event(b []byte) (watch.Event, error) {
 		ev.Object = &unstructured.Unstructured{Object: m}
 		return ev, nil
 	}
-	obj, err := a.object(raw, false, "", "")
+	obj, err := a.Object(raw, false, "", "")
 	if err != nil {
 		return watch.Event{}, err
 	}

@@ -1,0 +1,107 @@
+package relay
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+)
+
+// configMapsServer answers every request with a list of one ConfigMap and records the paths
+// asked for.
+type configMapsServer struct {
+	mu    sync.Mutex
+	paths []string
+}
+
+func (s *configMapsServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	s.paths = append(s.paths, r.URL.Path)
+	s.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write([]byte(`{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"7"},` +
+		`"items":[{"metadata":{"name":"a","namespace":"ns","uid":"u1","resourceVersion":"5","managedFields":[{"manager":"m"}]},"data":{"k":"v"}}]}`))
+}
+
+func configMapsConfig() SourceConfig {
+	return SourceConfig{Cluster: "c", Prefix: "kube", Resource: Resource{
+		GroupVersionResource: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"},
+		Kind:                 "ConfigMap", Namespaced: true,
+	}}
+}
+
+func TestNewSourceWiresItsDependencies(t *testing.T) {
+	srv := &configMapsServer{}
+	hs := httptest.NewServer(srv)
+	t.Cleanup(hs.Close)
+	raw, err := NewRawReaders(&rest.Config{Host: hs.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	budget := NewBudget(1 << 20)
+	tests := []struct {
+		name   string
+		deps   SourceDeps
+		ns     string
+		asRead bool
+		budget *Budget
+	}{
+		{name: "default rules read objects as is, within the budget", deps: SourceDeps{Readers: raw, Budget: budget}, asRead: true, budget: budget},
+		{name: "rules that need decoded objects get them", deps: SourceDeps{Readers: raw, Rules: scriptedObjectAndOldRules{}}},
+		{name: "one namespace of the resource", deps: SourceDeps{Readers: raw}, ns: "ns", asRead: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := configMapsConfig()
+			cfg.Namespace = tt.ns
+			s, err := NewSource(cfg, tt.deps)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.clock == nil || s.rules == nil {
+				t.Fatalf("got clock %v, rules %v; want both defaulted", s.clock, s.rules)
+			}
+			if got := budgetOf(s.client); got != tt.budget {
+				t.Errorf("list budget: got %p, want %p", got, tt.budget)
+			}
+			for _, c := range []struct {
+				name   string
+				client reader
+				path   string
+			}{
+				{"client", s.client, map[bool]string{false: "/api/v1/configmaps", true: "/api/v1/namespaces/ns/configmaps"}[tt.ns != ""]},
+				{"namespace client", s.nsClient("other"), "/api/v1/namespaces/other/configmaps"},
+			} {
+				var objs []object
+				rv, err := listPages(t.Context(), c.client, "", "", "", func(o object) error {
+					objs = append(objs, o)
+					return nil
+				})
+				if err != nil || rv != "7" || len(objs) != 1 {
+					t.Fatalf("%s: got rv %q, %d objects, %v; want rv 7, 1 object", c.name, rv, len(objs), err)
+				}
+				if got := objs[0].Body != nil; got != tt.asRead {
+					t.Errorf("%s: read as is: got %v, want %v", c.name, got, tt.asRead)
+				}
+				if got := objs[0].GetName(); got != "a" {
+					t.Errorf("%s: name: got %q, want a", c.name, got)
+				}
+				srv.mu.Lock()
+				last := srv.paths[len(srv.paths)-1]
+				srv.mu.Unlock()
+				if last != c.path {
+					t.Errorf("%s: path: got %s, want %s", c.name, last, c.path)
+				}
+			}
+		})
+	}
+}
+
+func TestNewSourceWithoutAClientFails(t *testing.T) {
+	if _, err := NewSource(configMapsConfig(), SourceDeps{}); err == nil {
+		t.Fatal("got no error, want one naming the missing client")
+	}
+}
