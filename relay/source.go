@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/clock"
 
 	"github.com/kube-nats-relay/kube-nats-relay/event"
 )
@@ -71,6 +72,9 @@ type intake struct {
 	dropped map[string]bool
 	// droppedPruneAt is the size of dropped at which noteDropped next prunes it.
 	droppedPruneAt int
+	// clock times watches, retries and the stall limit; nil is the real clock (tests step
+	// a fake one).
+	clock clock.WithTicker
 }
 
 // errCatchUp ends a watch so that namespaces that became selected are caught up with no watch
@@ -80,6 +84,9 @@ var errCatchUp = errors.New("namespace selection changed")
 // run resumes from rv (empty: no checkpoint) and returns only when ctx ends or on a permanent
 // error.
 func (in *intake) run(ctx context.Context, rv string) error {
+	if in.clock == nil {
+		in.clock = clock.RealClock{}
+	}
 	needList := rv == ""
 	origin := event.InitialSync
 	if !needList {
@@ -149,7 +156,7 @@ func (in *intake) run(ctx context.Context, rv string) error {
 				origin = event.Relist
 			}
 		default:
-			start := time.Now()
+			start := in.clock.Now()
 			var opened bool
 			opened, err = in.watch(ctx, &rv)
 			needCheck = true
@@ -159,7 +166,7 @@ func (in *intake) run(ctx context.Context, rv string) error {
 					continue
 				}
 			}
-			if err == nil && time.Since(start) >= shortWatch {
+			if err == nil && in.clock.Since(start) >= shortWatch {
 				failures = 0
 				continue
 			}
@@ -206,7 +213,7 @@ func (in *intake) run(ctx context.Context, rv string) error {
 			select {
 			case <-ctx.Done():
 				return nil
-			case <-time.After(wait):
+			case <-in.clock.After(wait):
 			}
 			continue
 		}
@@ -216,7 +223,7 @@ func (in *intake) run(ctx context.Context, rv string) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-time.After(wait):
+		case <-in.clock.After(wait):
 		}
 	}
 	return nil
@@ -612,7 +619,7 @@ func (in *intake) markUrgent(ctx context.Context, rv string) error {
 // read meanwhile, which is the back-pressure the apiserver sees. After watchStallLimit the
 // open watch is released (the item is still handed on; the next watch resumes after it).
 func (in *intake) send(ctx context.Context, it *item) (err error) {
-	it.received = time.Now()
+	it.received = in.clock.Now()
 	if err := in.reserve(ctx, it); err != nil {
 		return err
 	}
@@ -627,14 +634,14 @@ func (in *intake) send(ctx context.Context, it *item) (err error) {
 	default:
 	}
 	if in.release != nil {
-		stall := time.NewTimer(watchStallLimit)
+		stall := in.clock.NewTimer(watchStallLimit)
 		defer stall.Stop()
 		select {
 		case in.out <- it:
 			return nil
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-stall.C:
+		case <-stall.C():
 			in.log.Warn().Stringer("stalled", watchStallLimit).Msg("publishing is behind: watch released until the buffer drains")
 			in.release()
 			in.release = nil
