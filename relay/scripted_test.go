@@ -25,17 +25,32 @@ import (
 type scriptedReader struct {
 	list    func(call int, opts metav1.ListOptions) (*page, error)
 	watches chan watch.Interface
+	// clusterRV, when set, answers the one-object reads of the cluster's resourceVersion
+	// (see Source.clusterRV) without calling list, and without counting them as calls.
+	clusterRV string
+	// watchErr, when set, answers the Watch request of the given call (counted from 1)
+	// with an error instead of a watcher: nil lets the call take one from watches.
+	watchErr func(call int) error
+	// listNamespace answers the lists of one namespace (namespace catch-up, reads by name),
+	// which go through the reader inNamespace returns.
+	listNamespace func(ns string, opts metav1.ListOptions) (*page, error)
 
 	mu    sync.Mutex
 	calls int
 	// watchedFrom lists the resourceVersion of every Watch, in order.
 	watchedFrom []string
+	// listed lists the options of every List that list answered, in order.
+	listed []metav1.ListOptions
 }
 
 func (r *scriptedReader) List(_ context.Context, opts metav1.ListOptions) (*page, error) {
+	if r.clusterRV != "" && opts.Limit == 1 && opts.Continue == "" && opts.ResourceVersion == "" {
+		return &page{resourceVersion: r.clusterRV}, nil
+	}
 	r.mu.Lock()
 	r.calls++
 	call := r.calls
+	r.listed = append(r.listed, opts)
 	r.mu.Unlock()
 	return r.list(call, opts)
 }
@@ -43,12 +58,111 @@ func (r *scriptedReader) List(_ context.Context, opts metav1.ListOptions) (*page
 func (r *scriptedReader) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 	r.mu.Lock()
 	r.watchedFrom = append(r.watchedFrom, opts.ResourceVersion)
+	call := len(r.watchedFrom)
 	r.mu.Unlock()
+	if r.watchErr != nil {
+		if err := r.watchErr(call); err != nil {
+			return nil, err
+		}
+	}
 	select {
 	case w := <-r.watches:
 		return w, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
+	}
+}
+
+// watched returns the resourceVersions of every Watch so far, in order.
+func (r *scriptedReader) watched() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.watchedFrom...)
+}
+
+// lists returns the options of every List list answered so far, in order.
+func (r *scriptedReader) lists() []metav1.ListOptions {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]metav1.ListOptions(nil), r.listed...)
+}
+
+// inNamespace is the reader of namespace ns: its lists go to listNamespace.
+func (r *scriptedReader) inNamespace(ns string) reader { return namespaceReader{r: r, ns: ns} }
+
+// namespaceReader reads one namespace of a scriptedReader's resource.
+type namespaceReader struct {
+	r  *scriptedReader
+	ns string
+}
+
+func (n namespaceReader) List(_ context.Context, opts metav1.ListOptions) (*page, error) {
+	if n.r.listNamespace == nil {
+		return nil, fmt.Errorf("unscripted list of namespace %s", n.ns)
+	}
+	return n.r.listNamespace(n.ns, opts)
+}
+
+func (n namespaceReader) Watch(context.Context, metav1.ListOptions) (watch.Interface, error) {
+	return nil, fmt.Errorf("unscripted watch of namespace %s", n.ns)
+}
+
+// stoppableWatch is a watch whose events a test sends while it is open, as the apiserver
+// streams them: an event not yet read when the watch is stopped is lost with it, as with a
+// closed connection. Stop returns once the result channel is closed.
+type stoppableWatch struct {
+	events  chan watch.Event
+	result  chan watch.Event
+	stopped chan struct{}
+	closed  chan struct{}
+	once    sync.Once
+}
+
+// newStoppableWatch returns an open watch that will deliver events, in order, once read; the
+// test's cleanup stops it.
+func newStoppableWatch(t *testing.T, events ...watch.Event) *stoppableWatch {
+	w := &stoppableWatch{events: make(chan watch.Event, 100), result: make(chan watch.Event),
+		stopped: make(chan struct{}), closed: make(chan struct{})}
+	for _, ev := range events {
+		w.events <- ev
+	}
+	go func() {
+		defer close(w.closed)
+		defer close(w.result)
+		for {
+			select {
+			case <-w.stopped:
+				return
+			case ev := <-w.events:
+				select {
+				case w.result <- ev:
+				case <-w.stopped:
+					return
+				}
+			}
+		}
+	}()
+	t.Cleanup(w.Stop)
+	return w
+}
+
+func (w *stoppableWatch) Stop() {
+	w.once.Do(func() { close(w.stopped) })
+	<-w.closed
+}
+
+func (w *stoppableWatch) ResultChan() <-chan watch.Event { return w.result }
+
+// send queues ev for delivery.
+func (w *stoppableWatch) send(ev watch.Event) { w.events <- ev }
+
+// isStopped reports whether the watch was stopped.
+func (w *stoppableWatch) isStopped() bool {
+	select {
+	case <-w.stopped:
+		return true
+	default:
+		return false
 	}
 }
 
