@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -182,40 +183,42 @@ func noList(t *testing.T) func(int, metav1.ListOptions) (*page, error) {
 }
 
 func TestIntakeInitialSyncPublishesOrRecordsEveryObject(t *testing.T) {
+	// After the initial sync, the first watch gets a 410; the relist finds a unchanged, b
+	// gone and c new. Published or skipped, the initial sync recorded a and b: the relist
+	// announces neither a again nor misses b's delete.
+	relisted := []string{
+		"added ns/c uid-c@16 relist",
+		"deleted ns/b uid-b@6 relist final-state-unknown",
+		"mark 20 urgent",
+	}
 	tests := []struct {
 		name        string
 		initialSync bool
-		// want is what the list queues, then what a watch event of a listed object queues.
+		// want is what the initial sync queues.
 		want []string
 	}{
 		{
 			name:        "publish",
 			initialSync: true,
-			want: []string{
-				"added ns/a uid-a@5 initial-sync",
-				"added ns/b uid-b@6 initial-sync",
-				"mark 10 urgent",
-				"modified ns/a uid-a@11 live ckpt 11",
-			},
+			want:        []string{"added ns/a uid-a@5 initial-sync", "added ns/b uid-b@6 initial-sync", "mark 10 urgent"},
 		},
 		{
 			name:        "skip",
 			initialSync: false,
-			want: []string{
-				"mark 10 urgent",
-				// Recorded in the index: a change of a skipped object is modified, not added.
-				"modified ns/a uid-a@11 live ckpt 11",
-			},
+			want:        []string{"mark 10 urgent"},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := &scriptedReader{watches: make(chan watch.Interface), clusterRV: "10"}
+			r := &scriptedReader{watches: make(chan watch.Interface), clusterRV: "20"}
 			r.list = func(call int, opts metav1.ListOptions) (*page, error) {
-				if opts.Continue == "page-2" {
+				switch call {
+				case 1:
+					return scriptedPage("10", "page-2", cm("ns", "a", "uid-a", "5")), nil
+				case 2:
 					return scriptedPage("10", "", cm("ns", "b", "uid-b", "6")), nil
 				}
-				return scriptedPage("10", "page-2", cm("ns", "a", "uid-a", "5")), nil
+				return scriptedPage("20", "", cm("ns", "a", "uid-a", "5"), cm("ns", "c", "uid-c", "16")), nil
 			}
 			var opts []intakeOption
 			if !tt.initialSync {
@@ -223,15 +226,15 @@ func TestIntakeInitialSyncPublishesOrRecordsEveryObject(t *testing.T) {
 			}
 			ti := newTestIntake(t, r, opts...)
 			ti.start(t, "")
-			ti.expect(t, tt.want[:len(tt.want)-1]...)
-			if from := ti.open(t, newStoppableWatch(t, watch.Event{Type: watch.Modified, Object: cm("ns", "a", "uid-a", "11")})); from != "10" {
+			ti.expect(t, tt.want...)
+			if from := ti.open(t, newStoppableWatch(t, scriptedTooOld("10"))); from != "10" {
 				t.Errorf("watch from %q, want the list's resourceVersion 10", from)
 			}
-			ti.expect(t, tt.want[len(tt.want)-1])
+			ti.expect(t, relisted...)
 
 			lists := r.lists()
-			if len(lists) != 2 || lists[0].ResourceVersion != "" || lists[0].Continue != "" || lists[1].Continue != "page-2" {
-				t.Errorf("lists: got %+v, want a consistent read (no resourceVersion) and its continuation", lists)
+			if len(lists) != 3 || lists[0].ResourceVersion != "" || lists[0].Continue != "" || lists[1].Continue != "page-2" {
+				t.Errorf("lists: got %+v, want a consistent read (no resourceVersion), its continuation and the relist", lists)
 			}
 			if n := ti.noted(NoteInitialSync); n != 1 {
 				t.Errorf("initial syncs noted: got %d, want 1", n)
@@ -432,6 +435,49 @@ func TestIntakeReleasesTheWatchWhenTheBufferStaysFull(t *testing.T) {
 		t.Errorf("next watch from %q, want 12, the last resourceVersion handed on", from)
 	}
 	ti.expect(t, "added ns/c uid-c@13 live ckpt 13")
+}
+
+func TestIntakeRetriesAFailedWatchAfterItsBackoff(t *testing.T) {
+	gr := schema.GroupResource{Resource: "configmaps"}
+	tests := []struct {
+		name string
+		err  error
+		// atLeast and atMost bound the wait before the retry (the transient one has jitter).
+		atLeast, atMost time.Duration
+		// permanent: the source reports the error while it waits.
+		permanent bool
+	}{
+		{name: "transient", err: apierrors.NewServiceUnavailable("apiserver shutting down"),
+			atLeast: watchBackoffMin * 3 / 4, atMost: watchBackoffMin},
+		{name: "forbidden", err: apierrors.NewForbidden(gr, "", fmt.Errorf("RBAC")),
+			atLeast: watchBackoffMax, atMost: watchBackoffMax, permanent: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &scriptedReader{watches: make(chan watch.Interface), clusterRV: "50"}
+			r.list = noList(t)
+			r.watchErr = func(call int) error {
+				if call == 1 {
+					return tt.err
+				}
+				return nil
+			}
+			ti := newTestIntake(t, r)
+			ti.start(t, "10")
+			waitFor(t, "the retry's backoff", ti.clock.HasWaiters)
+			if ready, why := ti.in.src.Status(); ready || strings.Contains(why, ErrPermanent.Error()) != tt.permanent {
+				t.Errorf("status while waiting: got ready=%v %q, want not ready, permanent error reported: %v", ready, why, tt.permanent)
+			}
+			ti.clock.Step(tt.atLeast - time.Nanosecond)
+			if !ti.clock.HasWaiters() {
+				t.Fatalf("retried within %s, want a wait of at least %s", tt.atLeast-time.Nanosecond, tt.atLeast)
+			}
+			ti.clock.Step(tt.atMost - tt.atLeast + time.Nanosecond)
+			if from := ti.open(t, newStoppableWatch(t)); from != "10" {
+				t.Errorf("retried watch from %q, want the checkpoint 10", from)
+			}
+		})
+	}
 }
 
 // waitFor polls cond until it holds, failing the test after intakeWait.
