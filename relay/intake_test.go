@@ -53,6 +53,9 @@ func withBuffer(n int) intakeOption { return func(s *intakeSetup) { s.buffer = n
 // withoutInitialSync makes the source skip publishing its initial sync.
 func withoutInitialSync() intakeOption { return func(s *intakeSetup) { s.initialSync = false } }
 
+// withRules makes the source filter and shape changes with r.
+func withRules(r Rules) intakeOption { return func(s *intakeSetup) { s.rules = r } }
+
 // withIndexed starts the intake with the object index holding entries (namespace/name to
 // uid and resourceVersion), as loaded from the durable index.
 func withIndexed(entries map[string]entry) intakeOption {
@@ -356,27 +359,10 @@ func TestIntakeSuppressesReplaysTheIndexCovers(t *testing.T) {
 	}
 }
 
-// labelSelection selects the namespaces labelled team=on.
-type labelSelection struct{}
-
-func (labelSelection) Namespace(_ string, labels map[string]string) bool {
-	return labels["team"] == "on"
-}
-
-// namespaceObject is a Namespace with labels.
-func namespaceObject(name string, labels map[string]string) *unstructured.Unstructured {
-	u := &unstructured.Unstructured{}
-	u.SetAPIVersion("v1")
-	u.SetKind("Namespace")
-	u.SetName(name)
-	u.SetLabels(labels)
-	return u
-}
-
 func TestIntakeCatchesUpOnANamespaceThatBecomesSelected(t *testing.T) {
 	ns := NewNamespaces(nil)
-	ns.set(namespaceObject("on", map[string]string{"team": "on"}))
-	ns.set(namespaceObject("off", map[string]string{"team": "off"}))
+	ns.set(scriptedNamespace("on", map[string]string{"relay": "yes"}))
+	ns.set(scriptedNamespace("off", map[string]string{"relay": "no"}))
 	close(ns.synced)
 
 	r := &scriptedReader{watches: make(chan watch.Interface), clusterRV: "30"}
@@ -389,13 +375,13 @@ func TestIntakeCatchesUpOnANamespaceThatBecomesSelected(t *testing.T) {
 		}
 		return scriptedPage("20", "", cm("off", "b", "uid-b", "6"), cm("off", "d", "uid-d", "18")), nil
 	}
-	ti := newTestIntake(t, r, withNamespaceSelection(labelSelection{}, ns))
+	ti := newTestIntake(t, r, withNamespaceSelection(scriptedLabelRules{}, ns))
 	ti.start(t, "")
 	ti.expect(t, "added on/a uid-a@5 initial-sync", "mark 10 urgent") // off/b is not selected
 	w := newStoppableWatch(t)
 	ti.open(t, w)
 
-	ns.set(namespaceObject("off", map[string]string{"team": "on"}))
+	ns.set(scriptedNamespace("off", map[string]string{"relay": "yes"}))
 	ti.expect(t, "added off/b uid-b@6 relist", "added off/d uid-d@18 relist")
 	if !w.isStopped() {
 		t.Error("the watch stayed open during the catch-up")

@@ -8,13 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/clock"
 
 	"github.com/kube-nats-relay/kube-nats-relay/event"
 )
@@ -31,8 +30,8 @@ type scriptedReader struct {
 	// watchErr, when set, answers the Watch request of the given call (counted from 1)
 	// with an error instead of a watcher: nil lets the call take one from watches.
 	watchErr func(call int) error
-	// listNamespace answers the lists of one namespace (namespace catch-up, reads by name),
-	// which go through the reader inNamespace returns.
+	// listNamespace, when set, answers the lists of one namespace (namespace catch-up, reads
+	// by name), which go through the reader inNamespace returns; otherwise List does.
 	listNamespace func(ns string, opts metav1.ListOptions) (*page, error)
 
 	mu    sync.Mutex
@@ -96,9 +95,9 @@ type namespaceReader struct {
 	ns string
 }
 
-func (n namespaceReader) List(_ context.Context, opts metav1.ListOptions) (*page, error) {
+func (n namespaceReader) List(ctx context.Context, opts metav1.ListOptions) (*page, error) {
 	if n.r.listNamespace == nil {
-		return nil, fmt.Errorf("unscripted list of namespace %s", n.ns)
+		return n.r.List(ctx, opts)
 	}
 	return n.r.listNamespace(n.ns, opts)
 }
@@ -232,17 +231,12 @@ type scriptedIntake struct {
 	out chan *item
 }
 
-func newScriptedIntake(r reader, rules Rules) *scriptedIntake {
-	s := &Source{
-		cfg: SourceConfig{Cluster: "c", Prefix: "kube", InitialSync: true, Resource: Resource{
-			GroupVersionResource: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"},
-			Kind:                 "ConfigMap", Namespaced: true,
-		}},
-		client: r, index: newIndex(), now: time.Now, rules: rules,
-		nsClient: func(string) reader { return r },
-	}
-	out := make(chan *item, 1000)
-	return &scriptedIntake{in: &intake{src: s, out: out, index: s.index, log: zerolog.Nop()}, out: out}
+// newScriptedIntake is newTestIntake on the real clock: the tests that run it wait out the
+// intake's retry backoffs (200ms at most after a first failure) instead of stepping a clock.
+func newScriptedIntake(t *testing.T, r *scriptedReader, rules Rules) *scriptedIntake {
+	ti := newTestIntake(t, r, withRules(rules))
+	ti.in.clock = clock.RealClock{}
+	return &scriptedIntake{in: ti.in, out: ti.out}
 }
 
 // queued is one event an intake queued.
@@ -300,7 +294,7 @@ func TestRelistChangesCarryNoPreviousState(t *testing.T) {
 		watch.Event{Type: watch.Modified, Object: scriptedConfigMap("ns", "a", "uid-a", "11", "two")},
 		scriptedTooOld("11"),
 	)
-	s := newScriptedIntake(r, scriptedObjectAndOldRules{})
+	s := newScriptedIntake(t, r, scriptedObjectAndOldRules{})
 	got := s.run(t, "", 4)
 
 	want := []struct {
@@ -371,7 +365,7 @@ func TestInitialSyncPublishesOnlyAdded(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := &scriptedReader{list: tt.list, watches: make(chan watch.Interface)}
-			s := newScriptedIntake(r, defaultRules{})
+			s := newScriptedIntake(t, r, defaultRules{})
 			for k, e := range tt.index {
 				s.in.index.put(k, e)
 			}
