@@ -2,6 +2,7 @@ package relay
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -117,6 +118,18 @@ func (ti *testIntake) take(t *testing.T, n int) []string {
 		}
 	}
 	return got
+}
+
+// next returns the next item the intake queued.
+func (ti *testIntake) next(t *testing.T) *item {
+	t.Helper()
+	select {
+	case it := <-ti.out:
+		return it
+	case <-time.After(intakeWait):
+		t.Fatal("nothing queued")
+		return nil
+	}
 }
 
 // expect takes as many items as want holds and fails unless they are want, in order.
@@ -356,6 +369,58 @@ func TestIntakeSuppressesReplaysTheIndexCovers(t *testing.T) {
 	)
 	if n := ti.noted(NoteReplaySuppressed); n != 2 {
 		t.Errorf("replays suppressed: got %d, want 2", n)
+	}
+}
+
+func TestIntakePrimesPreviousStatesOnResume(t *testing.T) {
+	tests := []struct {
+		name string
+		// exact answers the list of the states at the checkpoint.
+		exact func() (*page, error)
+		// want is what the resumed watch's change of a carries as oldObject's data.v.
+		want any
+	}{
+		{
+			name: "the states at the checkpoint",
+			exact: func() (*page, error) {
+				return scriptedPage("10", "", scriptedConfigMap("ns", "a", "uid-a", "8", "one")), nil
+			},
+			want: "one",
+		},
+		{
+			// Aggregated APIs may refuse exact reads: the first change then has no oldObject.
+			name:  "a server refusing exact reads",
+			exact: func() (*page, error) { return nil, apierrors.NewBadRequest("exact resourceVersion not supported") },
+			want:  nil,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &scriptedReader{watches: make(chan watch.Interface), clusterRV: "50"}
+			r.list = func(_ int, opts metav1.ListOptions) (*page, error) {
+				if opts.ResourceVersion != "10" || opts.ResourceVersionMatch != metav1.ResourceVersionMatchExact {
+					t.Errorf("list %+v, want one of the states at the checkpoint 10, exactly", opts)
+				}
+				return tt.exact()
+			}
+			ti := newTestIntake(t, r, withRules(scriptedObjectAndOldRules{}))
+			ti.start(t, "10")
+			ti.open(t, newStoppableWatch(t, watch.Event{Type: watch.Modified, Object: scriptedConfigMap("ns", "a", "uid-a", "11", "two")}))
+			it := ti.next(t)
+			if it.msg == nil {
+				t.Fatalf("got %s, want the change of a", describeItem(t, it))
+			}
+			var body struct{ OldObject map[string]any }
+			if err := json.Unmarshal(it.msg.Data, &body); err != nil {
+				t.Fatalf("body %s: %v", it.msg.Data, err)
+			}
+			if got := bodyField(body.OldObject, "data", "v"); got != tt.want {
+				t.Errorf("oldObject data.v: got %v, want %v", got, tt.want)
+			}
+			if n := len(r.lists()); n != 1 {
+				t.Errorf("lists: got %d, want 1: the read of the states at the checkpoint, and no relist", n)
+			}
+		})
 	}
 }
 
