@@ -32,7 +32,7 @@ func TestDroppedNamespacesStayBoundedUnderNamespaceChurn(t *testing.T) {
 	const churn = 10000
 	ctx := context.Background()
 	ns := NewNamespaces(nil)
-	s := newScriptedIntake(&scriptedReader{watches: make(chan watch.Interface)}, defaultRules{})
+	s := newScriptedIntake(t, &scriptedReader{watches: make(chan watch.Interface)}, defaultRules{})
 	s.in.src.nsRules, s.in.src.namespaces = scriptedLabelRules{}, ns
 	s.in.dropped = make(map[string]bool)
 	unselected := map[string]string{"relay": "no"}

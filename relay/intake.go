@@ -301,7 +301,7 @@ func (in *intake) markUrgent(ctx context.Context, rv string) error {
 // read meanwhile, which is the back-pressure the apiserver sees. After watchStallLimit the
 // open watch is released (the item is still handed on; the next watch resumes after it).
 func (in *intake) send(ctx context.Context, it *item) (err error) {
-	it.received = time.Now()
+	it.received = in.src.clock.Now()
 	if err := in.reserve(ctx, it); err != nil {
 		return err
 	}

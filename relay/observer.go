@@ -116,7 +116,7 @@ func (p *pipeline) observe(it *item, ack *jetstream.PubAck, sent time.Time) {
 	if p.obs == nil || it.msg == nil {
 		return
 	}
-	now := time.Now()
+	now := p.clock.Now()
 	pub := Publication{
 		Type:     typeOf(it.msg),
 		Origin:   event.Origin(it.msg.Header.Get(event.HeaderOrigin)),

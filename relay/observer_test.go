@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/kube-nats-relay/kube-nats-relay/event"
 )
@@ -45,7 +46,8 @@ func (o *recordingObserver) snapshot() ([]Publication, map[Note]int) {
 	return append([]Publication(nil), o.pubs...), notes
 }
 
-func eventItem(key, rv string, t event.Type, origin event.Origin, oversize bool) *item {
+// eventItem is an event change received at received.
+func eventItem(key, rv string, t event.Type, origin event.Origin, oversize bool, received time.Time) *item {
 	h := nats.Header{}
 	h.Set(event.HeaderCEType, event.CETypePrefix+string(t))
 	h.Set(event.HeaderOrigin, string(origin))
@@ -53,22 +55,25 @@ func eventItem(key, rv string, t event.Type, origin event.Origin, oversize bool)
 		h.Set(event.HeaderBodyOmitted, event.BodyOmittedOversize)
 	}
 	return &item{key: key, msg: &nats.Msg{Subject: key, Header: h}, index: &nats.Msg{Subject: "index." + key}, rv: rv,
-		received: time.Now().Add(-time.Second)}
+		received: received}
 }
 
 func TestPipelineTellsTheObserver(t *testing.T) {
 	r := startPipeline(t, 10)
 	obs := &recordingObserver{}
 	r.p.obs = obs
-	r.p.in <- eventItem("a", "10", event.Added, event.Live, false)
-	r.p.in <- eventItem("b", "11", event.Deleted, event.Relist, true)
+	received := r.clock.Now()
+	r.p.in <- eventItem("a", "10", event.Added, event.Live, false, received)
+	r.p.in <- eventItem("b", "11", event.Deleted, event.Relist, true, received)
 
 	a := r.next(t)
 	b := r.next(t)
 	a.fail(errors.New("nats: timeout"))
 	b.ok <- &jetstream.PubAck{Duplicate: true}
 	r.next(t).ack() // b's index record
-	a = r.next(t)   // a's retry
+	waitFor(t, "a's retry timer", r.clock.HasWaiters)
+	r.clock.Step(time.Second) // past a's backoff
+	a = r.next(t)             // a's retry
 	a.ack()
 	r.next(t).ack() // a's index record
 	waitCheckpoint(t, r.ck, "11")
@@ -84,8 +89,11 @@ func TestPipelineTellsTheObserver(t *testing.T) {
 	if a0.Type != event.Added || a0.Origin != event.Live || a0.Oversize || a0.Duplicate {
 		t.Errorf("a: got %+v, want added, live, neither oversize nor duplicate", a0)
 	}
-	if a0.Lag < time.Second {
-		t.Errorf("a: lag %s, want at least the 1s since its receipt", a0.Lag)
+	if a0.Lag != time.Second || a0.RTT != 0 {
+		t.Errorf("a: lag %s and round trip %s, want the 1s since its receipt and 0 for the retry acked at once", a0.Lag, a0.RTT)
+	}
+	if b0.Lag != 0 {
+		t.Errorf("b: lag %s, want 0 (acked before the clock moved)", b0.Lag)
 	}
 	if notes[NotePublishFailed] != 1 || notes[NotePublishRetried] != 1 {
 		t.Errorf("notes: got %v, want one failure and one retry", notes)
@@ -95,17 +103,22 @@ func TestPipelineTellsTheObserver(t *testing.T) {
 func TestPipelineStalledOnlyWithWorkAndNoProgress(t *testing.T) {
 	pub := &fakePublisher{sent: make(chan *fakeFuture, 10)}
 	p := newPipeline(pub, 10, 10, func(string, bool) {}, nil)
+	// The clock starts where the pipeline recorded its creation as progress.
+	clock := clocktesting.NewFakeClock(time.Unix(0, p.progress.Load()))
+	p.clock = clock
+	clock.Step(time.Hour) // an idle pipeline is never stalled, however long it waits
 	if _, stalled := p.stalled(0); stalled {
 		t.Fatal("idle pipeline reported stalled")
 	}
 	// Not running, with an item buffered: that is work nobody does.
-	p.in <- eventItem("a", "1", event.Added, event.Live, false)
-	time.Sleep(2 * time.Millisecond) // let "no progress" exceed the 1ms limit below
-	if _, stalled := p.stalled(time.Millisecond); !stalled {
-		t.Fatal("buffered work without progress not reported stalled")
+	p.in <- eventItem("a", "1", event.Added, event.Live, false, clock.Now())
+	clock.Step(2 * time.Millisecond)
+	noProgress := time.Hour + 2*time.Millisecond // since the pipeline was created
+	if idle, stalled := p.stalled(time.Millisecond); !stalled || idle != noProgress {
+		t.Fatalf("buffered work without progress: got stalled %v after %s, want stalled after %s", stalled, idle, noProgress)
 	}
-	if _, stalled := p.stalled(time.Hour); stalled {
-		t.Fatal("stalled before the limit")
+	if _, stalled := p.stalled(noProgress); stalled {
+		t.Fatal("stalled at the limit, not past it")
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -114,19 +127,15 @@ func TestPipelineStalledOnlyWithWorkAndNoProgress(t *testing.T) {
 	go func() { done <- p.run(ctx, stop) }()
 	(<-pub.sent).ack()
 	(<-pub.sent).ack()
-	deadline := time.Now().Add(5 * time.Second)
-	for p.held.Load() != 0 || len(p.in) != 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("pipeline did not finish its item")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitFor(t, "the pipeline to finish its item", func() bool { return p.held.Load() == 0 && len(p.in) == 0 })
+	clock.Step(time.Hour)
 	if _, stalled := p.stalled(0); stalled {
 		t.Error("pipeline with everything acked reported stalled")
 	}
 	cancel()
 	<-done
-	p.in <- eventItem("b", "2", event.Added, event.Live, false)
+	p.in <- eventItem("b", "2", event.Added, event.Live, false, clock.Now())
+	clock.Step(time.Hour)
 	if _, stalled := p.stalled(0); stalled {
 		t.Error("stopped pipeline reported stalled")
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"k8s.io/utils/clock"
 
 	"github.com/kube-nats-relay/kube-nats-relay/event"
 )
@@ -105,6 +106,8 @@ type pipeline struct {
 	obs Observer
 	// budget gets back each item's charge when the item is retired (or given up at exit).
 	budget *Budget
+	// clock times progress, failures and retry backoffs (tests step a fake one).
+	clock clock.WithDelayedExecution
 
 	// progress is when the run loop last did something (took an item, got an ack or an
 	// error, sent a retry), in Unix nanoseconds; held is how many items it holds; exited is
@@ -136,7 +139,7 @@ func (p *pipeline) noteResult(err error) {
 		return
 	}
 	if p.failErr == nil {
-		p.failSince = time.Now()
+		p.failSince = p.clock.Now()
 	}
 	p.failErr = err
 }
@@ -148,8 +151,9 @@ func newPipeline(pub Publisher, buffer, maxOutstanding int, advance func(string,
 		maxOutstanding: maxOutstanding,
 		advance:        advance,
 		onRetry:        onRetry,
+		clock:          clock.RealClock{},
 	}
-	p.progress.Store(time.Now().UnixNano())
+	p.progress.Store(p.clock.Now().UnixNano())
 	return p
 }
 
@@ -160,7 +164,7 @@ func (p *pipeline) stalled(limit time.Duration) (time.Duration, bool) {
 	if p.exited.Load() || (len(p.in) == 0 && p.held.Load() == 0) {
 		return 0, false
 	}
-	idle := time.Since(time.Unix(0, p.progress.Load()))
+	idle := p.clock.Since(time.Unix(0, p.progress.Load()))
 	return idle, idle > limit
 }
 
@@ -207,7 +211,7 @@ func (p *pipeline) run(ctx context.Context, stop <-chan struct{}) error {
 	}()
 	send := func(it *item) {
 		inflight++
-		it.sent = time.Now()
+		it.sent = p.clock.Now()
 		msg := it.current()
 		if !fitsControlLine(msg) {
 			// The server would close the connection: never send it.
@@ -286,7 +290,7 @@ func (p *pipeline) run(ctx context.Context, stop <-chan struct{}) error {
 	}
 	for {
 		p.held.Store(int64(len(pending)))
-		p.progress.Store(time.Now().UnixNano())
+		p.progress.Store(p.clock.Now().UnixNano())
 		if stopping || (in == nil && len(pending) == 0) {
 			if inflight == 0 {
 				retire()
@@ -367,7 +371,7 @@ func (p *pipeline) run(ctx context.Context, stop <-chan struct{}) error {
 				}
 				it := r.it
 				backingOff[it] = true
-				time.AfterFunc(publishRetry.delay(it.attempts), func() { retries <- it })
+				p.clock.AfterFunc(publishRetry.delay(it.attempts), func() { retries <- it })
 				continue
 			}
 			inflight--

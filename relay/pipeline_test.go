@@ -9,10 +9,13 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"k8s.io/apimachinery/pkg/util/wait"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/kube-nats-relay/kube-nats-relay/event"
 )
@@ -67,19 +70,22 @@ func change(key, subject, rv string) *item {
 }
 
 type pipelineRun struct {
-	p    *pipeline
-	pub  *fakePublisher
-	ck   *checkpoints
-	stop chan struct{}
-	done chan error
+	p     *pipeline
+	pub   *fakePublisher
+	ck    *checkpoints
+	clock *clocktesting.FakeClock
+	stop  chan struct{}
+	done  chan error
 }
 
-// startPipeline runs a pipeline publishing to a fake; setup, when given, configures it before
-// the run starts.
+// startPipeline runs a pipeline publishing to a fake, on a fake clock; setup, when given,
+// configures it before the run starts.
 func startPipeline(t *testing.T, maxOutstanding int, setup ...func(p *pipeline)) *pipelineRun {
 	t.Helper()
-	r := &pipelineRun{pub: &fakePublisher{sent: make(chan *fakeFuture, 100)}, ck: &checkpoints{}, stop: make(chan struct{}), done: make(chan error, 1)}
+	r := &pipelineRun{pub: &fakePublisher{sent: make(chan *fakeFuture, 100)}, ck: &checkpoints{}, stop: make(chan struct{}), done: make(chan error, 1),
+		clock: clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))}
 	r.p = newPipeline(r.pub, 100, maxOutstanding, r.ck.advance, nil)
+	r.p.clock = r.clock
 	for _, f := range setup {
 		f(r.p)
 	}
@@ -100,30 +106,72 @@ func (r *pipelineRun) next(t *testing.T) *fakeFuture {
 	}
 }
 
-func (r *pipelineRun) none(t *testing.T, d time.Duration) {
+// none fails the test for a publish the test has not taken. The caller first makes sure that
+// the pipeline has done whatever it would have done (see probe), or has returned.
+func (r *pipelineRun) none(t *testing.T) {
 	t.Helper()
 	select {
 	case f := <-r.pub.sent:
 		t.Fatalf("unexpected publish of %s", f.msg.Subject)
-	case <-time.After(d):
+	default:
 	}
+}
+
+// probe sends a change of an object of its own and takes its publish (acking it): the
+// pipeline takes the probe after it has finished handling every result it had begun to
+// handle, and publishes it after whatever that handling published, which probe reports.
+// Calling it once the pipeline has begun handling an ack (see acked) shows whether that ack
+// let anything out, without waiting for a time.
+func (r *pipelineRun) probe(t *testing.T) {
+	t.Helper()
+	r.p.in <- change("probe", "probe", "")
+	if f := r.next(t); f.msg.Subject != "probe" {
+		t.Fatalf("unexpected publish of %s", f.msg.Subject)
+	} else {
+		f.ack()
+	}
+}
+
+// acked returns a channel closed once the pipeline handles the ack of it's event.
+func acked(it *item) <-chan struct{} {
+	ch := make(chan struct{})
+	it.onAck = func(*jetstream.PubAck) { close(ch) }
+	return ch
+}
+
+// waitClosed waits until ch is closed.
+func waitClosed(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("no %s within 5s", what)
+	}
+}
+
+// retryDue steps the clock past the backoff of the failed publish the pipeline waits to
+// retry (after it has set its timer).
+func (r *pipelineRun) retryDue(t *testing.T) {
+	t.Helper()
+	waitFor(t, "the retry's timer", r.clock.HasWaiters)
+	r.clock.Step(retryBackoffMax)
 }
 
 func waitCheckpoint(t *testing.T, ck *checkpoints, want string) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for ck.last() != want {
-		if time.Now().After(deadline) {
-			t.Fatalf("checkpoint: got %q, want %q", ck.last(), want)
-		}
-		time.Sleep(5 * time.Millisecond)
+	err := wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 5*time.Second, true,
+		func(context.Context) (bool, error) { return ck.last() == want, nil })
+	if err != nil {
+		t.Fatalf("checkpoint: got %q, want %q", ck.last(), want)
 	}
 }
 
 func TestPipelineKeepsObjectOrderAcrossFailures(t *testing.T) {
 	r := startPipeline(t, 10)
 	r.p.in <- change("a", "a1", "10")
-	r.p.in <- change("b", "b1", "11")
+	itB1 := change("b", "b1", "11")
+	b1Acked := acked(itB1)
+	r.p.in <- itB1
 	r.p.in <- change("a", "a2", "12")
 
 	a1 := r.next(t)
@@ -133,8 +181,10 @@ func TestPipelineKeepsObjectOrderAcrossFailures(t *testing.T) {
 	}
 	// a2 must wait for a1, even while b1 completes.
 	b1.ack()
-	r.none(t, 50*time.Millisecond)
+	waitClosed(t, b1Acked, "ack of b1")
+	r.probe(t)
 	a1.fail(errors.New("nats: timeout"))
+	r.retryDue(t)
 	retry := r.next(t)
 	if retry.msg.Subject != "a1" {
 		t.Fatalf("after a1 failed: got %s, want the retry of a1", retry.msg.Subject)
@@ -156,11 +206,14 @@ func TestPipelineCheckpointWaitsForEveryEarlierItem(t *testing.T) {
 	r := startPipeline(t, 10)
 	// A list: objects whose resourceVersions are out of order, then the list's mark.
 	r.p.in <- change("x", "x", "")
-	r.p.in <- change("y", "y", "")
+	itY := change("y", "y", "")
+	yAcked := acked(itY)
+	r.p.in <- itY
 	r.p.in <- &item{rv: "50", urgent: true}
 	x, y := r.next(t), r.next(t)
 	y.ack()
-	time.Sleep(20 * time.Millisecond)
+	waitClosed(t, yAcked, "ack of y")
+	r.probe(t) // the checkpoint moves while the pipeline handles an ack, before it takes the probe
 	if got := r.ck.last(); got != "" {
 		t.Fatalf("checkpoint %q before x was acked, want none", got)
 	}
@@ -169,17 +222,23 @@ func TestPipelineCheckpointWaitsForEveryEarlierItem(t *testing.T) {
 }
 
 func TestPipelineBoundsOutstandingItems(t *testing.T) {
-	r := startPipeline(t, 2)
-	for _, k := range []string{"a", "b", "c"} {
-		r.p.in <- change(k, k, "")
-	}
-	first, second := r.next(t), r.next(t)
-	r.none(t, 50*time.Millisecond)
-	first.ack()
-	if third := r.next(t); third.msg.Subject != "c" {
-		t.Fatalf("third publish: got %s, want c", third.msg.Subject)
-	}
-	second.ack()
+	// In a bubble, synctest.Wait returns once the pipeline waits with nothing left to do.
+	synctest.Test(t, func(t *testing.T) {
+		r := startPipeline(t, 2)
+		for _, k := range []string{"a", "b", "c"} {
+			r.p.in <- change(k, k, "")
+		}
+		first, second := r.next(t), r.next(t)
+		synctest.Wait()
+		r.none(t)
+		first.ack()
+		third := r.next(t)
+		if third.msg.Subject != "c" {
+			t.Fatalf("third publish: got %s, want c", third.msg.Subject)
+		}
+		second.ack()
+		third.ack()
+	})
 }
 
 func TestPipelineStopWaitsForInflightOnly(t *testing.T) {
@@ -191,7 +250,8 @@ func TestPipelineStopWaitsForInflightOnly(t *testing.T) {
 	select {
 	case err := <-r.done:
 		t.Fatalf("pipeline returned %v with a publish in flight", err)
-	case <-time.After(50 * time.Millisecond):
+	default:
+		// Returning before a1's ack would also leave the checkpoint short of 1 (below).
 	}
 	a1.ack()
 	select {
@@ -202,7 +262,7 @@ func TestPipelineStopWaitsForInflightOnly(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("pipeline did not return after the last ack")
 	}
-	r.none(t, 20*time.Millisecond) // a2 was queued, never sent
+	r.none(t) // a2 was queued, never sent
 	if got := r.ck.last(); got != "1" {
 		t.Errorf("checkpoint after stop: got %q, want 1", got)
 	}
@@ -249,6 +309,7 @@ func TestPipelineRecordsIndexAfterEventAndBeforeNext(t *testing.T) {
 		t.Fatalf("checkpoint %q before the index record was acked", got)
 	}
 	idx.fail(errors.New("nats: timeout"))
+	r.retryDue(t)
 	retry := r.next(t)
 	if retry.msg.Subject != "idx.a1" {
 		t.Fatalf("after the index record failed: got %s, want its retry (not the event again)", retry.msg.Subject)
@@ -358,14 +419,17 @@ func TestPipelineMovesPastARefusedChangeKeepingObjectOrder(t *testing.T) {
 	r, refusals := startRefusingPipeline(t, 10)
 	r.p.in <- change("a", "a1", "10")
 	r.p.in <- change("a", "a2", "11")
-	r.p.in <- change("b", "b1", "12")
+	itB1 := change("b", "b1", "12")
+	b1Acked := acked(itB1)
+	r.p.in <- itB1
 
 	a1, b1 := r.next(t), r.next(t)
 	if a1.msg.Subject != "a1" || b1.msg.Subject != "b1" {
 		t.Fatalf("first publishes: got %s, %s; want a1, b1", a1.msg.Subject, b1.msg.Subject)
 	}
 	b1.ack()
-	r.none(t, 50*time.Millisecond) // a2 waits behind a1
+	waitClosed(t, b1Acked, "ack of b1")
+	r.probe(t) // a2 waits behind a1
 	a1.fail(fmt.Errorf("%w for publish to %q", ErrPublishDenied, "a1"))
 	if got := nextRefusal(t, refusals); got != (refusedStep{subject: "a1", step: StepEvent, why: RefusedDenied}) {
 		t.Fatalf("refusal: got %+v, want a1's event denied, given up", got)
@@ -422,7 +486,7 @@ func TestPipelineSendsTheReferenceOfAnEventRefusedAsTooLarge(t *testing.T) {
 		t.Fatalf("second refusal: got %+v, want the event given up", got)
 	}
 	waitCheckpoint(t, r.ck, "2")
-	r.none(t, 50*time.Millisecond) // no index record for an event never published
+	r.none(t) // no index record for an event never published: it would have come before the checkpoint
 }
 
 func TestPipelinePublishesTheEventAfterARefusedMirrorRecord(t *testing.T) {
@@ -595,28 +659,31 @@ func TestPipelineCountsADeniedPublishUntilTheClientLetsItGo(t *testing.T) {
 	// A pipeline that counted a denied publish as done at once would fill that window with
 	// the futures of a denied namespace and stall every other source's publishes.
 	// The client also holds the message meanwhile: its charge on the budget is kept.
-	d, b := NewDenials(), NewBudget(1<<20)
-	r := startPipeline(t, 1, func(p *pipeline) { p.denials, p.budget = d, b })
+	synctest.Test(t, func(t *testing.T) {
+		d, b := NewDenials(), NewBudget(1<<20)
+		r := startPipeline(t, 1, func(p *pipeline) { p.denials, p.budget = d, b })
 
-	itA := change("a", "kube.c.core.v1.configmaps.denied.a.added", "1")
-	itA.charged, _ = b.tryChange(1000)
-	r.p.in <- itA
-	r.p.in <- change("b", "kube.c.core.v1.configmaps.ok.b.added", "2")
-	a := r.next(t)
-	d.Observe(fmt.Errorf("%w: %s", nats.ErrPermissionViolation, `Permissions Violation for Publish to "kube.c.core.v1.configmaps.denied.a.added"`))
-	waitCheckpoint(t, r.ck, "1") // a given up: the checkpoint moves past it
-	r.none(t, 50*time.Millisecond)
-	if got := b.Used(); got != 1000 {
-		t.Errorf("budget while the client holds a's message: got %d bytes, want 1000", got)
-	}
-	a.fail(jetstream.ErrAsyncPublishTimeout) // the client lets the future go
-	pubB := r.next(t)
-	if pubB.msg.Subject != "kube.c.core.v1.configmaps.ok.b.added" {
-		t.Fatalf("publish: got %s, want b", pubB.msg.Subject)
-	}
-	pubB.ack()
-	waitCheckpoint(t, r.ck, "2")
-	if got := b.Used(); got != 0 {
-		t.Errorf("budget once everything is let go: got %d bytes, want 0", got)
-	}
+		itA := change("a", "kube.c.core.v1.configmaps.denied.a.added", "1")
+		itA.charged, _ = b.tryChange(1000)
+		r.p.in <- itA
+		r.p.in <- change("b", "kube.c.core.v1.configmaps.ok.b.added", "2")
+		a := r.next(t)
+		d.Observe(fmt.Errorf("%w: %s", nats.ErrPermissionViolation, `Permissions Violation for Publish to "kube.c.core.v1.configmaps.denied.a.added"`))
+		waitCheckpoint(t, r.ck, "1") // a given up: the checkpoint moves past it
+		synctest.Wait()              // and the pipeline waits with nothing left to do
+		r.none(t)
+		if got := b.Used(); got != 1000 {
+			t.Errorf("budget while the client holds a's message: got %d bytes, want 1000", got)
+		}
+		a.fail(jetstream.ErrAsyncPublishTimeout) // the client lets the future go
+		pubB := r.next(t)
+		if pubB.msg.Subject != "kube.c.core.v1.configmaps.ok.b.added" {
+			t.Fatalf("publish: got %s, want b", pubB.msg.Subject)
+		}
+		pubB.ack()
+		waitCheckpoint(t, r.ck, "2")
+		if got := b.Used(); got != 0 {
+			t.Errorf("budget once everything is let go: got %d bytes, want 0", got)
+		}
+	})
 }

@@ -201,7 +201,7 @@ func TestRelistForgetsAnIndexEntryAheadOfTheObjectEvenWhenItsChangeIsFiltered(t 
 		return scriptedPage("320", "", scriptedConfigMap("ns", "a", "uid-a", "300", "skip")), nil
 	}
 	r.watches <- scriptedWatch(watch.Event{Type: watch.Modified, Object: scriptedConfigMap("ns", "a", "uid-a", "330", "pub")})
-	s := newScriptedIntake(r, scriptedWhenRules{})
+	s := newScriptedIntake(t, r, scriptedWhenRules{})
 	s.in.index.put("ns/a", entry{UID: "uid-a", ResourceVersion: "5000"})
 	got := s.run(t, "", 1)
 	if g := got[0]; g.meta.Type != event.Modified || g.meta.Name != "a" || g.meta.ResourceVersion != "330" {

@@ -8,11 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/clock"
@@ -26,17 +24,32 @@ import (
 type scriptedReader struct {
 	list    func(call int, opts metav1.ListOptions) (*page, error)
 	watches chan watch.Interface
+	// clusterRV, when set, answers the one-object reads of the cluster's resourceVersion
+	// (see Source.clusterRV) without calling list, and without counting them as calls.
+	clusterRV string
+	// watchErr, when set, answers the Watch request of the given call (counted from 1)
+	// with an error instead of a watcher: nil lets the call take one from watches.
+	watchErr func(call int) error
+	// listNamespace, when set, answers the lists of one namespace (namespace catch-up, reads
+	// by name), which go through the reader inNamespace returns; otherwise List does.
+	listNamespace func(ns string, opts metav1.ListOptions) (*page, error)
 
 	mu    sync.Mutex
 	calls int
 	// watchedFrom lists the resourceVersion of every Watch, in order.
 	watchedFrom []string
+	// listed lists the options of every List that list answered, in order.
+	listed []metav1.ListOptions
 }
 
 func (r *scriptedReader) List(_ context.Context, opts metav1.ListOptions) (*page, error) {
+	if r.clusterRV != "" && opts.Limit == 1 && opts.Continue == "" && opts.ResourceVersion == "" {
+		return &page{ResourceVersion: r.clusterRV}, nil
+	}
 	r.mu.Lock()
 	r.calls++
 	call := r.calls
+	r.listed = append(r.listed, opts)
 	r.mu.Unlock()
 	return r.list(call, opts)
 }
@@ -44,12 +57,111 @@ func (r *scriptedReader) List(_ context.Context, opts metav1.ListOptions) (*page
 func (r *scriptedReader) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 	r.mu.Lock()
 	r.watchedFrom = append(r.watchedFrom, opts.ResourceVersion)
+	call := len(r.watchedFrom)
 	r.mu.Unlock()
+	if r.watchErr != nil {
+		if err := r.watchErr(call); err != nil {
+			return nil, err
+		}
+	}
 	select {
 	case w := <-r.watches:
 		return w, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
+	}
+}
+
+// watched returns the resourceVersions of every Watch so far, in order.
+func (r *scriptedReader) watched() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.watchedFrom...)
+}
+
+// lists returns the options of every List list answered so far, in order.
+func (r *scriptedReader) lists() []metav1.ListOptions {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]metav1.ListOptions(nil), r.listed...)
+}
+
+// inNamespace is the reader of namespace ns: its lists go to listNamespace.
+func (r *scriptedReader) inNamespace(ns string) reader { return namespaceReader{r: r, ns: ns} }
+
+// namespaceReader reads one namespace of a scriptedReader's resource.
+type namespaceReader struct {
+	r  *scriptedReader
+	ns string
+}
+
+func (n namespaceReader) List(ctx context.Context, opts metav1.ListOptions) (*page, error) {
+	if n.r.listNamespace == nil {
+		return n.r.List(ctx, opts)
+	}
+	return n.r.listNamespace(n.ns, opts)
+}
+
+func (n namespaceReader) Watch(context.Context, metav1.ListOptions) (watch.Interface, error) {
+	return nil, fmt.Errorf("unscripted watch of namespace %s", n.ns)
+}
+
+// stoppableWatch is a watch whose events a test sends while it is open, as the apiserver
+// streams them: an event not yet read when the watch is stopped is lost with it, as with a
+// closed connection. Stop returns once the result channel is closed.
+type stoppableWatch struct {
+	events  chan watch.Event
+	result  chan watch.Event
+	stopped chan struct{}
+	closed  chan struct{}
+	once    sync.Once
+}
+
+// newStoppableWatch returns an open watch that will deliver events, in order, once read; the
+// test's cleanup stops it.
+func newStoppableWatch(t *testing.T, events ...watch.Event) *stoppableWatch {
+	w := &stoppableWatch{events: make(chan watch.Event, 100), result: make(chan watch.Event),
+		stopped: make(chan struct{}), closed: make(chan struct{})}
+	for _, ev := range events {
+		w.events <- ev
+	}
+	go func() {
+		defer close(w.closed)
+		defer close(w.result)
+		for {
+			select {
+			case <-w.stopped:
+				return
+			case ev := <-w.events:
+				select {
+				case w.result <- ev:
+				case <-w.stopped:
+					return
+				}
+			}
+		}
+	}()
+	t.Cleanup(w.Stop)
+	return w
+}
+
+func (w *stoppableWatch) Stop() {
+	w.once.Do(func() { close(w.stopped) })
+	<-w.closed
+}
+
+func (w *stoppableWatch) ResultChan() <-chan watch.Event { return w.result }
+
+// send queues ev for delivery.
+func (w *stoppableWatch) send(ev watch.Event) { w.events <- ev }
+
+// isStopped reports whether the watch was stopped.
+func (w *stoppableWatch) isStopped() bool {
+	select {
+	case <-w.stopped:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -119,17 +231,12 @@ type scriptedIntake struct {
 	out chan *item
 }
 
-func newScriptedIntake(r reader, rules Rules) *scriptedIntake {
-	s := &Source{
-		cfg: SourceConfig{Cluster: "c", Prefix: "kube", InitialSync: true, Resource: Resource{
-			GroupVersionResource: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"},
-			Kind:                 "ConfigMap", Namespaced: true,
-		}},
-		client: r, index: newIndex(), clock: clock.RealClock{}, rules: rules,
-		nsClient: func(string) reader { return r },
-	}
-	out := make(chan *item, 1000)
-	return &scriptedIntake{in: &intake{src: s, out: out, index: s.index, log: zerolog.Nop()}, out: out}
+// newScriptedIntake is newTestIntake on the real clock: the tests that run it wait out the
+// intake's retry backoffs (200ms at most after a first failure) instead of stepping a clock.
+func newScriptedIntake(t *testing.T, r *scriptedReader, rules Rules) *scriptedIntake {
+	ti := newTestIntake(t, r, withRules(rules))
+	ti.in.src.clock = clock.RealClock{}
+	return &scriptedIntake{in: ti.in, out: ti.out}
 }
 
 // queued is one event an intake queued.
@@ -187,7 +294,7 @@ func TestRelistChangesCarryNoPreviousState(t *testing.T) {
 		watch.Event{Type: watch.Modified, Object: scriptedConfigMap("ns", "a", "uid-a", "11", "two")},
 		scriptedTooOld("11"),
 	)
-	s := newScriptedIntake(r, scriptedObjectAndOldRules{})
+	s := newScriptedIntake(t, r, scriptedObjectAndOldRules{})
 	got := s.run(t, "", 4)
 
 	want := []struct {
@@ -258,7 +365,7 @@ func TestInitialSyncPublishesOnlyAdded(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := &scriptedReader{list: tt.list, watches: make(chan watch.Interface)}
-			s := newScriptedIntake(r, defaultRules{})
+			s := newScriptedIntake(t, r, defaultRules{})
 			for k, e := range tt.index {
 				s.in.index.put(k, e)
 			}

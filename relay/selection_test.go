@@ -66,7 +66,7 @@ func TestDeleteOfAnObjectStillThereIsMarkedAsLeavingTheSelection(t *testing.T) {
 				watch.Event{Type: watch.Deleted, Object: scriptedConfigMap("ns", "c", "uid-c", "13", "x")},
 				scriptedTooOld("13"),
 			)
-			s := newScriptedIntake(r, defaultRules{})
+			s := newScriptedIntake(t, r, defaultRules{})
 			s.in.src.cfg.LabelSelector = tt.selector
 			got := s.run(t, "", 10)
 
@@ -122,7 +122,7 @@ func TestFailedReadAfterADeleteReopensTheWatchBeforeIt(t *testing.T) {
 	deleteA := watch.Event{Type: watch.Deleted, Object: scriptedConfigMap("ns", "a", "uid-a", "12", "x")}
 	r.watches <- scriptedWatch(watch.Event{Type: watch.Modified, Object: scriptedConfigMap("ns", "b", "uid-b", "11", "y")}, deleteA)
 	r.watches <- scriptedWatch(deleteA)
-	s := newScriptedIntake(r, defaultRules{})
+	s := newScriptedIntake(t, r, defaultRules{})
 	s.in.src.cfg.LabelSelector = "app!=skip"
 	got := s.run(t, "", 4)
 
@@ -162,7 +162,7 @@ func TestReadAfterADeleteTakesNothingFromTheBudget(t *testing.T) {
 		usedAtRead.Store(b.Used())
 		return scriptedPage("40", "", scriptedConfigMap("ns", "a", "uid-a", "30", "x")), nil
 	}
-	s := newScriptedIntake(r, defaultRules{})
+	s := newScriptedIntake(t, r, defaultRules{})
 	s.in.src.cfg.LabelSelector = "app!=skip"
 	s.in.src.budget = b
 	s.in.src.nsClient = func(string) reader { return budgetedScriptedReader{r, b} }
