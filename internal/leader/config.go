@@ -114,11 +114,11 @@ func (c Config) Validate() error {
 	add := func(f Field, value, format string, args ...any) {
 		ps = append(ps, Problem{Field: f, Value: value, Reason: fmt.Sprintf(format, args...)})
 	}
-	if errs := validation.IsDNS1123Subdomain(c.Name); len(errs) > 0 {
-		add(FieldName, c.Name, "not a Lease name: %s", strings.Join(errs, "; "))
-	}
 	if ns := c.Namespace; ns != "" && len(validation.IsDNS1123Label(ns)) > 0 {
 		add(FieldNamespace, ns, "not a namespace name: at most 63 lower-case letters, digits or '-', starting and ending with a letter or digit")
+	}
+	if errs := validation.IsDNS1123Subdomain(c.Name); len(errs) > 0 {
+		add(FieldName, c.Name, "not a Lease name: %s", strings.Join(errs, "; "))
 	}
 	if len(c.Identity) > MaxIdentityLen || strings.TrimSpace(c.Identity) != c.Identity {
 		add(FieldIdentity, c.Identity, "must be at most %d characters without leading or trailing blanks", MaxIdentityLen)

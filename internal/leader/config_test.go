@@ -62,7 +62,7 @@ func TestConfigValidateReportsEveryProblemAtOnce(t *testing.T) {
 	for _, p := range ce.Problems {
 		got = append(got, p.Field)
 	}
-	want := []Field{FieldName, FieldNamespace, FieldIdentity, FieldRenewDeadline}
+	want := []Field{FieldNamespace, FieldName, FieldIdentity, FieldRenewDeadline}
 	if strings.Join(fieldStrings(got), ",") != strings.Join(fieldStrings(want), ",") {
 		t.Errorf("fields: got %v, want %v", got, want)
 	}
