@@ -126,18 +126,37 @@ func (b *bed) now() time.Duration { return b.clk.Since(b.t0) }
 // elector that woke has done its try and waits for the next.
 func (b *bed) step(d time.Duration, want int) {
 	b.t.Helper()
+	if !b.tryStep(d, want) {
+		b.t.FailNow()
+	}
+}
+
+// tryStep is step for other goroutines than the test's: it reports failure instead of
+// ending the test.
+func (b *bed) tryStep(d time.Duration, want int) bool {
+	b.t.Helper()
 	b.clk.Step(d)
-	b.waitFor("timers waiting", func() bool { return b.clk.Waiters() == want })
+	return b.tryWaitFor("timers waiting", func() bool { return b.clk.Waiters() == want })
 }
 
 // waitFor waits (on the wall clock, briefly) for cond.
 func (b *bed) waitFor(what string, cond func() bool) {
 	b.t.Helper()
+	if !b.tryWaitFor(what, cond) {
+		b.t.FailNow()
+	}
+}
+
+// tryWaitFor is waitFor for other goroutines than the test's.
+func (b *bed) tryWaitFor(what string, cond func() bool) bool {
+	b.t.Helper()
 	err := wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 10*time.Second, true,
 		func(context.Context) (bool, error) { return cond(), nil })
 	if err != nil {
-		b.t.Fatalf("at %s: waited in vain for %s", b.now(), what)
+		b.t.Errorf("at %s: waited in vain for %s", b.now(), what)
+		return false
 	}
+	return true
 }
 
 // run is an elector's Run in progress, with what its lead and abort saw.
@@ -160,7 +179,11 @@ func (b *bed) run(e *Elector) *run {
 	r := &run{e: e, cancel: cancel, done: make(chan error, 1)}
 	b.t.Cleanup(func() {
 		cancel()
-		<-r.done
+		select {
+		case <-r.done:
+		case <-time.After(10 * time.Second):
+			b.t.Errorf("%s: Run did not return after its context ended", e.Identity())
+		}
 	})
 	note := func(ev string, at *time.Duration) {
 		r.mu.Lock()
@@ -368,7 +391,9 @@ func TestGracefulStopRenewsWhileLeadDrainsThenReleases(t *testing.T) {
 		// Draining takes three retry periods: the lease must stay renewed meanwhile.
 		before := b.writesBy("a")
 		for range 3 {
-			b.step(DefaultRetryPeriod, 1)
+			if !b.tryStep(DefaultRetryPeriod, 1) {
+				break
+			}
 		}
 		if got := b.writesBy("a") - before; got != 3 {
 			t.Errorf("renewals while draining: got %d, want 3", got)
@@ -453,7 +478,7 @@ func TestReadinessAndHealthInEachState(t *testing.T) {
 	b.setFailReads(errors.New("connection refused"))
 	b.setFailWrites("a", errors.New("connection refused"))
 	b.setFailWrites("b", errors.New("connection refused"))
-	for range observedWithin {
+	for range 5 {
 		timers := 2
 		if b.now()+DefaultRetryPeriod >= DefaultRenewDeadline+DefaultRetryPeriod {
 			timers = 1
@@ -470,7 +495,7 @@ func TestReadinessAndHealthInEachState(t *testing.T) {
 		t.Fatalf("leader cut off: Run got %v, want ErrLeaseLost", err)
 	}
 	check("leader that lost its lease", a.e, "standby a (leader a)", "lease: not read for 12s", "")
-	b.clk.SetTime(b.t0.Add(DefaultLeaseDuration + healthzTolerance))
+	b.clk.SetTime(b.t0.Add(DefaultLeaseDuration + 20*time.Second)) // kube-controller-manager's tolerance
 	check("lost leader still running at lease duration + 20s", a.e, "standby a (leader a)", "lease: not read", "")
 	b.clk.Step(time.Millisecond)
 	check("lost leader still running past lease duration + 20s", a.e, "standby a (leader a)", "lease: not read",
@@ -499,5 +524,59 @@ func TestRunBeforeLeadingEndsCleanlyWithCtx(t *testing.T) {
 	}
 	if h := holderOf(b.lease()); h != "a" {
 		t.Errorf("lease holder: got %q, want a", h)
+	}
+}
+
+func TestLeaderThatFindsTheLeaseTakenStopsAtItsNextRenewal(t *testing.T) {
+	b := newBed(t)
+	a := b.leading(b.elector("a"), 1)
+	b.step(DefaultRetryPeriod, 1)
+	// Another process writes itself into the Lease (an operator, or a standby whose clock
+	// ran fast): a's next renewal conflicts, and it reads the new holder.
+	l := b.lease()
+	other := "x"
+	l.Spec.HolderIdentity = &other
+	if _, err := b.cs.CoordinationV1().Leases(testNamespace).Update(context.Background(), l, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	b.setFailWrites("a", errors.New("conflict"))
+	b.clk.Step(DefaultRetryPeriod)
+	if err := a.result(t); !errors.Is(err, ErrLeaseLost) {
+		t.Fatalf("Run: got %v, want ErrLeaseLost", err)
+	}
+	if want := 2 * DefaultRetryPeriod; a.abortAt != want {
+		t.Errorf("abort at %s, want at the next renewal (%s), not at the renew deadline", a.abortAt, want)
+	}
+	if h := holderOf(b.lease()); h != other {
+		t.Errorf("lease holder: got %q, want %q left alone", h, other)
+	}
+}
+
+func TestHardStopWinsOverLeadReturningBecauseOfAbort(t *testing.T) {
+	// lead returns nil as soon as abort closes its connection, before its context ends, and
+	// abort returns only once lead has: Run must still report the hard stop, not a clean end.
+	for range 100 {
+		b := newBed(t)
+		e := b.elector("a")
+		aborted, returning, led := make(chan struct{}), make(chan struct{}), make(chan struct{})
+		done := make(chan error, 1)
+		go func() {
+			done <- e.Run(context.Background(), func(context.Context) error {
+				close(led)
+				<-aborted
+				close(returning)
+				return nil
+			}, func() {
+				close(aborted)
+				<-returning
+			})
+		}()
+		<-led
+		if !e.Fence(errors.New("foreign write")) {
+			t.Fatal("Fence while leading: got false")
+		}
+		if err := <-done; !errors.Is(err, ErrFenced) {
+			t.Fatalf("Run: got %v, want ErrFenced", err)
+		}
 	}
 }
