@@ -83,8 +83,11 @@ func (f Field) Timing() bool {
 // Problem is one invalid Config field. A Reason that involves other fields names them by
 // their Field names, so that a caller can say them its own way (environment variables).
 type Problem struct {
-	Field  Field
-	Value  string
+	// Field is the field at fault.
+	Field Field
+	// Value is its value as text.
+	Value string
+	// Reason says what is wrong and, where it helps, what is accepted.
 	Reason string
 }
 

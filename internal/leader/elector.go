@@ -31,7 +31,13 @@ type FencedError struct {
 	Cause error
 }
 
-func (e *FencedError) Error() string { return e.Cause.Error() }
+// Error returns the cause's message.
+func (e *FencedError) Error() string {
+	if e.Cause == nil {
+		return ErrFenced.Error()
+	}
+	return e.Cause.Error()
+}
 
 // Unwrap returns the cause given to Fence.
 func (e *FencedError) Unwrap() error { return e.Cause }
