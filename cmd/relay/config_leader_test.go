@@ -4,6 +4,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/kube-nats-relay/kube-nats-relay/internal/leader"
 )
 
 func TestConfigLeaderElectionDefaults(t *testing.T) {
@@ -18,8 +22,8 @@ func TestConfigLeaderElectionDefaults(t *testing.T) {
 	if cfg.LeaderElectionLease != "kube-nats-relay" {
 		t.Errorf("lease: got %q, want kube-nats-relay", cfg.LeaderElectionLease)
 	}
-	if got := cfg.LeaseNamespace(); got == "" {
-		t.Error("lease namespace: got empty, want the pod's or default")
+	if got := newTestElector(t, cfg).Lease(); strings.HasPrefix(got, "/") {
+		t.Errorf("lease: got %q, want the pod's namespace or default", got)
 	}
 	for _, d := range []struct {
 		name      string
@@ -33,18 +37,28 @@ func TestConfigLeaderElectionDefaults(t *testing.T) {
 			t.Errorf("%s: got %s, want %s", d.name, d.got, d.want)
 		}
 	}
-	a, b := cfg.LeaderIdentity(), cfg.LeaderIdentity()
+	a, b := newTestElector(t, cfg).Identity(), newTestElector(t, cfg).Identity()
 	if a == b {
 		t.Errorf("identities: got %q twice, want a random suffix per process", a)
 	}
 	cfg.Identity = "relay-0"
-	if got := cfg.LeaderIdentity(); got != "relay-0" {
+	if got := newTestElector(t, cfg).Identity(); got != "relay-0" {
 		t.Errorf("identity: got %q, want RELAY_IDENTITY as given", got)
 	}
 	cfg.LeaderElectionNamespace = "ops"
-	if got := cfg.LeaseNamespace(); got != "ops" {
-		t.Errorf("lease namespace: got %q, want ops", got)
+	if got := newTestElector(t, cfg).Lease(); got != "ops/kube-nats-relay" {
+		t.Errorf("lease: got %q, want ops/kube-nats-relay", got)
 	}
+}
+
+// newTestElector returns the elector cfg configures, on a fake Lease client.
+func newTestElector(t *testing.T, cfg Config) *leader.Elector {
+	t.Helper()
+	e, err := leader.New(cfg.leaderConfig(), leader.Deps{Leases: fake.NewClientset().CoordinationV1()})
+	if err != nil {
+		t.Fatalf("leader.New: %v", err)
+	}
+	return e
 }
 
 func TestConfigLeaderElectionInvalid(t *testing.T) {

@@ -8,8 +8,10 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/kube-nats-relay/kube-nats-relay/internal/leader"
 	"github.com/kube-nats-relay/kube-nats-relay/internal/natsconn"
 	"github.com/kube-nats-relay/kube-nats-relay/relay"
 )
@@ -20,8 +22,18 @@ import (
 // short enough that a deadlock is restarted within minutes.
 const wedgedAfter = 2 * time.Minute
 
+// hardStopGrace bounds the wait for the sources to return after a hard stop: publishing is
+// already impossible (NATS is closed), this only lets them log their end.
+const hardStopGrace = time.Second
+
+// errCheckpointConflict ends the run of a leader that found its checkpoint written by
+// another process (a late write of the previous leader, or a second relay on the same
+// buckets): it stops at once and restarts to load the checkpoint afresh. It is the cause of
+// the leader.FencedError the run ends with.
+var errCheckpointConflict = errors.New("checkpoint written by another relay while leading: stopped publishing at once; restart to reload it")
+
 // relayOrStandBy relays until ctx ends: at once without leader election, otherwise while
-// this process holds the lease (see leadership.campaign). It sets what /readyz and /healthz
+// this process holds the lease (see leader.Elector.Run). It sets what /readyz and /healthz
 // check.
 //
 // /healthz fails only when something is stuck, never because NATS or the apiserver is down
@@ -49,28 +61,42 @@ func relayOrStandBy(ctx context.Context, cfg Config, rc *rest.Config, conn *nats
 		return relayAlone(ctx, conn, rl, ckpts)
 	}
 
-	l, err := newLeadership(cfg, rc)
+	l, err := newElector(cfg, rc)
 	if err != nil {
 		return err
 	}
-	ckpts.onConflict = l.conflict
-	ready.setRole(l.role)
+	ckpts.onConflict = func(err error) {
+		if l.Fence(errCheckpointConflict) {
+			zerolog.Ctx(ctx).Error().Err(err).Str("lease", l.Lease()).Str("identity", l.Identity()).
+				Msg("checkpoint written by another relay while leading: stopping at once")
+		}
+	}
+	ready.setRole(l.Role)
 	ready.set(natsReady, func() []string {
-		if l.isLeader() {
+		if l.IsLeader() {
 			return rl.NotReady()
 		}
-		return l.standbyNotReady()
+		return l.StandbyNotReady()
 	})
-	live.set(l.wedged, wedged)
+	live.set(l.Wedged, wedged)
 	abort := func() {
 		conn.Abort()
 		m.leader.Set(0)
 	}
-	return l.campaign(ctx, abort, func(ctx context.Context) error {
+	return l.Run(ctx, func(ctx context.Context) error {
 		m.leader.Set(1)
 		defer m.leader.Set(0)
 		return rl.Run(ctx)
-	})
+	}, abort)
+}
+
+// newElector prepares the campaign for cfg's Lease; nothing talks to the apiserver yet.
+func newElector(cfg Config, rc *rest.Config) (*leader.Elector, error) {
+	cs, err := kubernetes.NewForConfig(rest.CopyConfig(rc))
+	if err != nil {
+		return nil, fmt.Errorf("lease client: %w", err)
+	}
+	return leader.New(cfg.leaderConfig(), leader.Deps{Leases: cs.CoordinationV1()})
 }
 
 // errSecondWriter ends the run of a relay without leader election that found a checkpoint
@@ -109,7 +135,7 @@ func relayAlone(ctx context.Context, conn *natsconn.Conn, rl *relay.Relay, ckpts
 		// Nothing can be published any more: let the sources log their end, then exit.
 		select {
 		case <-done:
-		case <-time.After(leaseLostGrace):
+		case <-time.After(hardStopGrace):
 		}
 		return context.Cause(runCtx)
 	}
