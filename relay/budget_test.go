@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/clock"
 )
 
 // testWait bounds every wait of these tests: a deadlock fails them instead of hanging.
@@ -412,7 +413,7 @@ func waitUsed(t *testing.T, b *Budget, want int64) {
 func TestPipelineGivesEachChangesChargeBackWhenItIsRetired(t *testing.T) {
 	b := NewBudget(1 << 20)
 	pub := &fakePublisher{sent: make(chan *fakeFuture, 100)}
-	p := newPipeline(pub, 100, 10, func(string, bool) {}, nil)
+	p := newPipeline(pub, 100, 10, clock.RealClock{}, func(string, bool) {}, nil)
 	p.budget = b
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -102,10 +102,8 @@ func TestPipelineTellsTheObserver(t *testing.T) {
 
 func TestPipelineStalledOnlyWithWorkAndNoProgress(t *testing.T) {
 	pub := &fakePublisher{sent: make(chan *fakeFuture, 10)}
-	p := newPipeline(pub, 10, 10, func(string, bool) {}, nil)
-	// The clock starts where the pipeline recorded its creation as progress.
-	clock := clocktesting.NewFakeClock(time.Unix(0, p.progress.Load()))
-	p.clock = clock
+	clock := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	p := newPipeline(pub, 10, 10, clock, func(string, bool) {}, nil)
 	clock.Step(time.Hour) // an idle pipeline is never stalled, however long it waits
 	if _, stalled := p.stalled(0); stalled {
 		t.Fatal("idle pipeline reported stalled")

@@ -144,14 +144,14 @@ func (p *pipeline) noteResult(err error) {
 	p.failErr = err
 }
 
-func newPipeline(pub Publisher, buffer, maxOutstanding int, advance func(string, bool), onRetry func(*item, error)) *pipeline {
+func newPipeline(pub Publisher, buffer, maxOutstanding int, clk clock.WithDelayedExecution, advance func(string, bool), onRetry func(*item, error)) *pipeline {
 	p := &pipeline{
 		pub:            pub,
 		in:             make(chan *item, buffer),
 		maxOutstanding: maxOutstanding,
 		advance:        advance,
 		onRetry:        onRetry,
-		clock:          clock.RealClock{},
+		clock:          clk,
 	}
 	p.progress.Store(p.clock.Now().UnixNano())
 	return p

@@ -84,8 +84,7 @@ func startPipeline(t *testing.T, maxOutstanding int, setup ...func(p *pipeline))
 	t.Helper()
 	r := &pipelineRun{pub: &fakePublisher{sent: make(chan *fakeFuture, 100)}, ck: &checkpoints{}, stop: make(chan struct{}), done: make(chan error, 1),
 		clock: clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))}
-	r.p = newPipeline(r.pub, 100, maxOutstanding, r.ck.advance, nil)
-	r.p.clock = r.clock
+	r.p = newPipeline(r.pub, 100, maxOutstanding, r.clock, r.ck.advance, nil)
 	for _, f := range setup {
 		f(r.p)
 	}

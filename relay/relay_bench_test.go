@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/utils/clock"
 
 	"github.com/kube-nats-relay/kube-nats-relay/event"
 	"github.com/kube-nats-relay/kube-nats-relay/relay/internal/rawread"
@@ -194,7 +195,7 @@ func BenchmarkPipeline(b *testing.B) {
 				msgs[i] = &nats.Msg{Subject: "kube.prod.core.v1.configmaps.bench.cm-" + strconv.Itoa(i) + ".modified"}
 			}
 			record := &nats.Msg{Subject: "$KV.index.x"}
-			p := newPipeline(benchAckPublisher{}, benchBuffer, benchInflight, func(string, bool) {}, nil)
+			p := newPipeline(benchAckPublisher{}, benchBuffer, benchInflight, clock.RealClock{}, func(string, bool) {}, nil)
 			done := make(chan error, 1)
 			go func() { done <- p.run(context.Background(), make(chan struct{})) }()
 			b.ReportAllocs()

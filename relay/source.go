@@ -63,8 +63,9 @@ type Source struct {
 	obs    Observer
 	key    string
 	index  *index
-	// clock tells the time of events and times the intake's waits (a fake one in tests).
-	clock clock.WithTicker
+	// clock tells the time of events and times the intake's waits, the checkpoint saver's
+	// ticks and the pipeline's retries (a fake one in tests).
+	clock clock.WithTickerAndDelayedExecution
 	// rules filter and shape changes; nsRules and namespaces select by namespace on the
 	// client side (nil: every namespace).
 	rules      Rules
@@ -140,8 +141,9 @@ type SourceDeps struct {
 	// Denials, when set, fail publishes at once when the server reports a permissions
 	// violation for their subject; nil waits for the ack's timeout.
 	Denials *Denials
-	// Clock tells the time of events and times the intake's waits; nil is the real clock.
-	Clock clock.WithTicker
+	// Clock tells the time of events and times the source's waits (retries, checkpoint
+	// ticks); nil is the real clock.
+	Clock clock.WithTickerAndDelayedExecution
 }
 
 // NewSource returns a source of cfg wired to deps. It fails only when the REST client of the
@@ -238,7 +240,7 @@ func (s *Source) Run(ctx context.Context) error {
 	defer fail(nil)
 	cp := newCheckpointSaver(s.ckpt, s.key, rv, s.cfg.CheckpointInterval, s.clock)
 	cp.fail = fail
-	p := newPipeline(s.pub, s.cfg.Buffer, s.cfg.MaxInflight, cp.advance, func(it *item, err error) {
+	p := newPipeline(s.pub, s.cfg.Buffer, s.cfg.MaxInflight, s.clock, cp.advance, func(it *item, err error) {
 		// The first failure of a change and every tenth retry are warnings; the rest are
 		// debug lines, so that an outage of minutes does not flood the log.
 		ev := log.Debug()

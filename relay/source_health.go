@@ -72,7 +72,7 @@ func (s *Source) Status() (ready bool, reason string) {
 		return false, s.describe() + ": not watching (listing, or re-opening its watch)"
 	}
 	if p := s.pipe.Load(); p != nil {
-		if since, err := p.failing(); err != nil && time.Since(since) > publishStuckAfter {
+		if since, err := p.failing(); err != nil && s.clock.Since(since) > publishStuckAfter {
 			return false, fmt.Sprintf("%s: publishing failing since %s: %v", s.describe(), since.Format(time.RFC3339), err)
 		}
 	}

@@ -1,13 +1,17 @@
 package relay
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/rs/zerolog"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 // configMapsServer answers every request with a list of one ConfigMap and records the paths
@@ -103,5 +107,31 @@ func TestNewSourceWiresItsDependencies(t *testing.T) {
 func TestNewSourceWithoutAClientFails(t *testing.T) {
 	if _, err := NewSource(configMapsConfig(), SourceDeps{}); err == nil {
 		t.Fatal("got no error, want one naming the missing client")
+	}
+}
+
+func TestSourceTimesItsPublicationsByItsClock(t *testing.T) {
+	pub := &fakePublisher{sent: make(chan *fakeFuture, 10)}
+	src := leaseSource(leaseCluster("100", nil), pub, &memCheckpoints{})
+	clock := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	obs := &recordingObserver{}
+	src.clock, src.obs, src.cfg.InitialSync = clock, obs, true
+	ctx, cancel := context.WithCancel(zerolog.Nop().WithContext(context.Background()))
+	done := make(chan error, 1)
+	go func() { done <- src.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	var f *fakeFuture
+	select {
+	case f = <-pub.sent: // the Lease's initial sync event
+	case <-time.After(intakeWait):
+		t.Fatal("no publish")
+	}
+	clock.Step(3 * time.Second)
+	f.ack()
+	waitFor(t, "the publication", func() bool { pubs, _ := obs.snapshot(); return len(pubs) == 1 })
+	pubs, _ := obs.snapshot()
+	if pubs[0].Lag != 3*time.Second || pubs[0].RTT != 3*time.Second {
+		t.Errorf("lag %s, round trip %s; want 3s each, as the source's clock moved", pubs[0].Lag, pubs[0].RTT)
 	}
 }
