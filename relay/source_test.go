@@ -2,8 +2,10 @@ package relay
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -133,5 +135,43 @@ func TestSourceTimesItsPublicationsByItsClock(t *testing.T) {
 	pubs, _ := obs.snapshot()
 	if pubs[0].Lag != 3*time.Second || pubs[0].RTT != 3*time.Second {
 		t.Errorf("lag %s, round trip %s; want 3s each, as the source's clock moved", pubs[0].Lag, pubs[0].RTT)
+	}
+}
+
+func TestSourceReportsPublishingStuckAfterItsClockPassesTheLimit(t *testing.T) {
+	pub := &fakePublisher{sent: make(chan *fakeFuture, 10)}
+	cluster := leaseCluster("100", nil)
+	cluster.watches <- newStoppableWatch(t) // watched after the initial sync: the source is synced
+	src := leaseSource(cluster, pub, &memCheckpoints{})
+	clock := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	src.clock, src.cfg.InitialSync = clock, true
+	ctx, cancel := context.WithCancel(zerolog.Nop().WithContext(context.Background()))
+	done := make(chan error, 1)
+	go func() { done <- src.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	select {
+	case f := <-pub.sent:
+		f.fail(errors.New("nats: timeout"))
+	case <-time.After(intakeWait):
+		t.Fatal("no publish")
+	}
+	waitFor(t, "the source to watch and its publish to fail", func() bool {
+		p := src.pipe.Load()
+		_, err := p.failing()
+		return src.synced.Load() && err != nil
+	})
+	if ready, why := src.Status(); !ready {
+		t.Errorf("status with publishing failing for 0s: got not ready (%s), want ready", why)
+	}
+	clock.Step(publishStuckAfter + time.Second)
+	if ready, why := src.Status(); ready || !strings.Contains(why, "publishing failing since") {
+		t.Errorf("status with publishing failing for %s: got ready=%v %q, want not ready, publishing failing", publishStuckAfter+time.Second, ready, why)
+	}
+	select {
+	case f := <-pub.sent: // the retry, due once the clock passed its backoff
+		f.ack() // so that the source stops at once
+	case <-time.After(intakeWait):
+		t.Fatal("no retry")
 	}
 }
