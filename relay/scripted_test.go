@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/clock"
 
 	"github.com/kube-nats-relay/kube-nats-relay/event"
 )
@@ -230,10 +231,11 @@ type scriptedIntake struct {
 	out chan *item
 }
 
-// newScriptedIntake is newTestIntake with rules. Its clock is never stepped: the tests that
-// run it relist after a 410 or an expired continue token, which waits for no backoff.
+// newScriptedIntake is newTestIntake on the real clock: the tests that run it wait out the
+// intake's retry backoffs (200ms at most after a first failure) instead of stepping a clock.
 func newScriptedIntake(t *testing.T, r *scriptedReader, rules Rules) *scriptedIntake {
 	ti := newTestIntake(t, r, withRules(rules))
+	ti.in.src.clock = clock.RealClock{}
 	return &scriptedIntake{in: ti.in, out: ti.out}
 }
 
