@@ -118,4 +118,12 @@
 // would use a new domain string and be announced as a breaking change.
 //
 // This package does not publish, subscribe, or interpret the body.
+//
+// # Shared with the relay's packages
+//
+// Resource (a resolved API resource) and FilterReason (why the rules
+// suppressed a change: the reason label of kube_nats_relay_filtered_total)
+// are not on the wire. They live here because the relay's engine and its
+// filter may import only this package; their values keep the names they
+// have in metrics and logs.
 package event
