@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -154,20 +153,7 @@ func TestEmbeddedNATSExposedByTheChart(t *testing.T) {
 	p := relaytest.Start(t, relayBin, vars)
 
 	url := "nats://127.0.0.1:" + port
-	var nc *nats.Conn
-	deadline := time.Now().Add(eventTimeout)
-	for {
-		var err error
-		if nc, err = nats.Connect(url, nats.Token(token)); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("connect to the embedded server with the token: %v\n%s", err, p.Output())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
+	js, err := jetstream.New(p.Connect(t, url, nats.Token(token)))
 	if err != nil {
 		t.Fatal(err)
 	}

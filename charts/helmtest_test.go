@@ -4,9 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"os"
-	"os/exec"
 	"regexp"
 	"slices"
 	"strings"
@@ -30,12 +27,18 @@ func hookPod(t *testing.T, r *rendered) corev1.Pod {
 	return pod
 }
 
+// hook is one container of the test pod as a run of the image's entrypoint, the relay binary.
+type hook struct {
+	args []string
+	vars map[string]string
+}
+
 // hookCommand is one container of the test pod as a command: the image's entrypoint (the
 // relay binary) with the container's args, $(VAR) expanded from its environment as the
 // kubelet does. addrs replaces the values of the variables that hold in-cluster addresses
 // (Service DNS names) by the test bed's; every other variable must have a literal value and
 // is passed on unchanged.
-func hookCommand(t *testing.T, c corev1.Container, addrs map[string]string) *exec.Cmd {
+func hookCommand(t *testing.T, c corev1.Container, addrs map[string]string) hook {
 	t.Helper()
 	vars := map[string]string{}
 	for _, e := range c.Env {
@@ -66,29 +69,16 @@ func hookCommand(t *testing.T, c corev1.Container, addrs map[string]string) *exe
 	if len(c.Command) != 0 {
 		t.Fatalf("container %s overrides the entrypoint with %q", c.Name, c.Command)
 	}
-	cmd := exec.Command(relayBin, args...)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
-	for k, v := range vars {
-		cmd.Env = append(cmd.Env, k+"="+v)
+	if _, ok := vars["HOME"]; !ok {
+		vars["HOME"] = t.TempDir() // a home of its own, not the test user's
 	}
-	return cmd
+	return hook{args: args, vars: vars}
 }
 
 // runHook runs a hook command and returns its exit code and combined output.
-func runHook(t *testing.T, cmd *exec.Cmd) (int, string) {
+func runHook(t *testing.T, h hook) (int, string) {
 	t.Helper()
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err := cmd.Run()
-	var exit *exec.ExitError
-	switch {
-	case err == nil:
-		return 0, out.String()
-	case errors.As(err, &exit):
-		return exit.ExitCode(), out.String()
-	}
-	t.Fatalf("run %q: %v", cmd.Args, err)
-	return 0, ""
+	return relaytest.Run(t, relayBin, h.vars, h.args...)
 }
 
 // TestHelmTestHookChecksReadinessAndAnEvent renders the helm test pod, creates it on the real

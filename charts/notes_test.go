@@ -1,16 +1,18 @@
 package charts_test
 
 import (
-	"bufio"
 	"context"
-	"os/exec"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kube-nats-relay/kube-nats-relay/internal/child"
+	"github.com/kube-nats-relay/kube-nats-relay/internal/child/childtest"
 	"github.com/kube-nats-relay/kube-nats-relay/internal/relaytest"
 )
 
@@ -64,27 +66,34 @@ func TestNotesTailFollowsTheReleasesStream(t *testing.T) {
 
 	// The notes' command, from the start of the stream, against the test bed's NATS (in the
 	// pod NATS_URL says where it is).
-	ctx, cancel := context.WithTimeout(context.Background(), eventTimeout)
-	defer cancel()
-	tail := exec.CommandContext(ctx, relayBin, append([]string{"tail", "--all", "--server", env.NATS.URL()}, args...)...)
-	stdout, err := tail.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
+	var (
+		mu   sync.Mutex
+		seen []string
+		once sync.Once
+	)
+	tailed := make(chan struct{})
+	tail := childtest.Start(t, child.Spec{
+		Name: "relay tail", Path: relayBin, Args: append([]string{"tail", "--all", "--server", env.NATS.URL()}, args...),
+		Stdout: func(line string) {
+			mu.Lock()
+			defer mu.Unlock()
+			seen = append(seen, line)
+			if strings.Contains(line, "tailed") {
+				once.Do(func() { close(tailed) })
+			}
+		},
+	})
+	select {
+	case <-tailed:
+		p.Stop(t)
+		return
+	case <-tail.Done():
+	case <-time.After(eventTimeout):
 	}
-	if err := tail.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = tail.Process.Kill(); _ = tail.Wait() })
-	sc := bufio.NewScanner(stdout)
-	var seen []string
-	for sc.Scan() {
-		seen = append(seen, sc.Text())
-		if strings.Contains(sc.Text(), "tailed") {
-			p.Stop(t)
-			return
-		}
-	}
-	t.Fatalf("relay tail %v printed no event of ConfigMap %s/tailed before %v; it printed:\n%s", args, name, ctx.Err(), strings.Join(seen, "\n"))
+	mu.Lock()
+	printed := strings.Join(seen, "\n")
+	mu.Unlock()
+	t.Fatalf("relay tail %v printed no event of ConfigMap %s/tailed (exited: %v); it printed:\n%s", args, name, tail.Exited(), printed)
 }
 
 // TestNotesSayWhatIsRelayedAndWhereInEachMode: the release notes name the resources when only

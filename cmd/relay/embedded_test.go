@@ -134,27 +134,11 @@ func connectEmbedded(t *testing.T, r *relayProc, url string, auth testenv.NATSAu
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(time.Minute)
-	for {
-		nc, err := nats.Connect(url, append(opts, nats.Timeout(natsAuthConnectTimeout))...)
-		if err == nil {
-			t.Cleanup(nc.Close)
-			js, err := jetstream.New(nc)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return js
-		}
-		select {
-		case <-r.Done():
-			t.Fatalf("relay exited (%s) before its embedded server accepted clients", exitStatus(r.Err()))
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("connect to the embedded server at %s: %v", url, err)
-		}
-		time.Sleep(100 * time.Millisecond)
+	js, err := jetstream.New(r.Connect(t, url, append(opts, nats.Timeout(natsAuthConnectTimeout))...))
+	if err != nil {
+		t.Fatal(err)
 	}
+	return js
 }
 
 func TestEmbeddedServerBeyondLoopbackWithoutCredentialsExits2(t *testing.T) {

@@ -38,6 +38,27 @@ func (m meter) since(t time.Time) time.Duration { return t.Sub(m.start) }
 // servers returns the servers' CPU seconds since the start.
 func (m meter) servers() map[string]float64 { return cpuDelta(m.before, m.e.serverCPU()) }
 
+// startFromNothing starts contender's initial sync of namespace: a fresh stream (and, for a
+// relay, fresh buckets), then the process, publishing what it lists; the meter starts just
+// before the process. end stops the process and drops the stream; on error nothing is left to
+// end.
+func (e *Env) startFromNothing(ctx context.Context, contender, namespace string) (c *child, m meter, nm names, end func(), err error) {
+	nm = namesFor(contender)
+	if err := e.freshStream(ctx, nm); err != nil {
+		return nil, meter{}, nm, nil, err
+	}
+	m = e.meter()
+	if c, err = e.startContender(contender, nm, namespace, "publish"); err != nil {
+		e.dropStream(context.WithoutCancel(ctx), nm)
+		return nil, meter{}, nm, nil, err
+	}
+	end = func() {
+		_, _ = c.stop()
+		e.dropStream(context.WithoutCancel(ctx), nm)
+	}
+	return c, m, nm, end, nil
+}
+
 // startContender starts the relay binary or the naive relay over namespace, publishing to
 // n's stream; initialSync is the relay's RELAY_INITIAL_SYNC (the naive relay always
 // publishes what its informer lists).

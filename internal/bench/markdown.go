@@ -203,8 +203,6 @@ func fmtDur(d time.Duration) string {
 	}
 }
 
-func fmtOptDur(d time.Duration) string { return fmtDur(d) }
-
 func fmtOpt(v float64, format string) string {
 	if v == 0 {
 		return "–"

@@ -66,19 +66,12 @@ func mib(b int64) float64 { return float64(b) / (1 << 20) }
 // memoryOnce syncs size objects with a contender process, lets it idle, and reads its memory.
 func (e *Env) memoryOnce(ctx context.Context, contender string, size int) MemoryRun {
 	run := MemoryRun{Contender: contender, Objects: size}
-	nm := namesFor(contender)
-	if err := e.freshStream(ctx, nm); err != nil {
-		run.Err = err.Error()
-		return run
-	}
-	defer e.dropStream(context.WithoutCancel(ctx), nm)
-	m := e.meter()
-	c, err := e.startContender(contender, nm, nsMemory, "publish")
+	c, m, nm, end, err := e.startFromNothing(ctx, contender, nsMemory)
 	if err != nil {
 		run.Err = err.Error()
 		return run
 	}
-	defer func() { _, _ = c.stop() }()
+	defer end()
 	done, err := e.waitStream(ctx, nm.stream, uint64(size), c.failed)
 	if err == nil && isRelay(contender) {
 		done, err = e.waitCheckpoint(ctx, nm, nsMemory, "", c.failed)

@@ -108,21 +108,14 @@ func (e *Env) syncRawProto(ctx context.Context) TimedRun {
 // checkpoint) until the stream holds every object; for the relay also until its checkpoint
 // is written, which happens once every event and index record is acknowledged.
 func (e *Env) syncProcess(ctx context.Context, contender string) TimedRun {
-	nm := namesFor(contender)
 	n := e.cfg.SyncObjects
 	run := TimedRun{Events: n}
-	if err := e.freshStream(ctx, nm); err != nil {
-		run.Err = err.Error()
-		return run
-	}
-	defer e.dropStream(context.WithoutCancel(ctx), nm)
-	m := e.meter()
-	c, err := e.startContender(contender, nm, nsSync, "publish")
+	c, m, nm, end, err := e.startFromNothing(ctx, contender, nsSync)
 	if err != nil {
 		run.Err = err.Error()
 		return run
 	}
-	defer func() { _, _ = c.stop() }()
+	defer end()
 	first, err := e.waitStream(ctx, nm.stream, 1, c.failed)
 	if err != nil {
 		run.Err = err.Error()

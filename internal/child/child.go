@@ -60,12 +60,11 @@ func MinimalEnv(vars ...string) []string {
 
 // Process is a started child process.
 type Process struct {
-	name    string
-	cmd     *exec.Cmd
-	out     *output
-	started time.Time
-	done    chan struct{}
-	err     error // cmd.Wait's result, set before done is closed
+	name string
+	cmd  *exec.Cmd
+	out  *output
+	done chan struct{}
+	err  error // cmd.Wait's result, set before done is closed
 }
 
 // Start starts the program of spec. The process ends when the caller's process dies, however
@@ -83,7 +82,6 @@ func Start(spec Spec) (*Process, error) {
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: spec.OwnGroup}
 	p := &Process{name: spec.Name, cmd: cmd, out: out, done: make(chan struct{})}
-	p.started = time.Now()
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", spec.Name, err)
 	}
@@ -99,14 +97,8 @@ func Start(spec Spec) (*Process, error) {
 	return p, nil
 }
 
-// Name is the process's name from its Spec.
-func (p *Process) Name() string { return p.name }
-
 // Pid is the process id.
 func (p *Process) Pid() int { return p.cmd.Process.Pid }
-
-// Started is when the process was started.
-func (p *Process) Started() time.Time { return p.started }
 
 // Done is closed when the process has exited and its output is read.
 func (p *Process) Done() <-chan struct{} { return p.done }

@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"k8s.io/apimachinery/pkg/util/wait"
 
@@ -146,6 +147,27 @@ func (p *Process) Stop(t testing.TB) {
 	if err := p.Process.Stop(stopTimeout); err != nil {
 		t.Fatalf("relay stop: %v, want exit 0 after SIGTERM", err)
 	}
+}
+
+// Connect connects with opts to the nats-server the relay embeds, at url, retrying until it
+// accepts clients. It fails the test if the relay exits first or nothing accepts within
+// readyTimeout. The connection is closed when the test ends.
+func (p *Process) Connect(t testing.TB, url string, opts ...nats.Option) *nats.Conn {
+	t.Helper()
+	var nc *nats.Conn
+	var last error
+	err := wait.PollUntilContextTimeout(context.Background(), pollInterval, readyTimeout, true, func(context.Context) (bool, error) {
+		if p.Exited() {
+			return false, fmt.Errorf("relay exited (%v) before its embedded server accepted clients", p.Err())
+		}
+		nc, last = nats.Connect(url, opts...)
+		return last == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("connect to the embedded server at %s: %v (last: %v)\n%s", url, err, last, p.Output())
+	}
+	t.Cleanup(nc.Close)
+	return nc
 }
 
 // WaitWatching waits until the relay has written sources checkpoints in bucket: every source
