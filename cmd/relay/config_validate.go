@@ -3,9 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"net"
-	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -20,6 +18,7 @@ import (
 
 	"github.com/kube-nats-relay/kube-nats-relay/event"
 	"github.com/kube-nats-relay/kube-nats-relay/filter"
+	"github.com/kube-nats-relay/kube-nats-relay/internal/natsconn"
 )
 
 // Limits imposed by NATS and JetStream.
@@ -69,7 +68,9 @@ func (c Config) validate() (*filter.File, error) {
 
 func (c Config) validateKube(ps *problems) {
 	for _, path := range c.KubeconfigPaths() {
-		checkReadableFile(ps, "KUBECONFIG", path)
+		if reason := natsconn.UnreadableFile(path); reason != "" {
+			ps.add("KUBECONFIG", path, reason)
+		}
 	}
 	checkFloatRange(ps, "RELAY_KUBE_QPS", c.KubeQPS, kubeQPSRange)
 	checkIntRange(ps, "RELAY_KUBE_BURST", c.KubeBurst, kubeBurstRange)
@@ -292,25 +293,4 @@ func validStreamName(s string) bool {
 		}
 	}
 	return true
-}
-
-// checkReadableFile reports path unless it names a file that can be opened
-// for reading. An empty path is not checked.
-func checkReadableFile(ps *problems, name, path string) {
-	if path == "" {
-		return
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		reason := err.Error()
-		if pathErr := (*fs.PathError)(nil); errors.As(err, &pathErr) {
-			reason = pathErr.Err.Error() // the path is printed already
-		}
-		ps.add(name, path, "cannot open: "+reason)
-		return
-	}
-	defer f.Close()
-	if info, err := f.Stat(); err == nil && info.IsDir() {
-		ps.add(name, path, "is a directory, want a file")
-	}
 }
