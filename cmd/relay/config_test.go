@@ -70,6 +70,27 @@ func configProblems(t *testing.T) ([]Problem, string) {
 	return cerr.Problems, err.Error()
 }
 
+// checkFlagProblems checks what parsing a subcommand's flags (named by parse) left: err a
+// *ConfigError whose problems name vars, in order, and nothing on stderr (the usage is for
+// --help only).
+func checkFlagProblems(t *testing.T, parse string, err error, stderr string, vars []string) {
+	t.Helper()
+	var cfgErr *ConfigError
+	if !errors.As(err, &cfgErr) {
+		t.Fatalf("%s: got error %v, want a *ConfigError", parse, err)
+	}
+	if stderr != "" {
+		t.Errorf("stderr: got %q, want nothing (the usage is for --help only)", stderr)
+	}
+	var got []string
+	for _, p := range cfgErr.Problems {
+		got = append(got, p.Var)
+	}
+	if strings.Join(got, ",") != strings.Join(vars, ",") {
+		t.Errorf("problems: got %q, want %q (%v)", got, vars, err)
+	}
+}
+
 func TestConfigDefaults(t *testing.T) {
 	setConfigEnv(t, map[string]string{"RELAY_RESOURCES": "pods"})
 	cfg, err := loadConfig()
