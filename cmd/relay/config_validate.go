@@ -100,7 +100,7 @@ func (c Config) validateSelection(ps *problems) *filter.File {
 	if len(c.ResourceList.Items) == 0 && !rulesBroken && (rules == nil || len(rules.Resources) == 0) {
 		ps.add(resources, c.ResourceList.Raw, "required: list the resources to relay, e.g. pods,deployments.apps (or name them in RELAY_RULES_FILE)")
 	}
-	for _, item := range checkListEntries(ps, resources, c.ResourceList, nil) {
+	for _, item := range checkListEntries(ps, resources, c.ResourceList) {
 		if _, err := parseResourceSpec(item); err != nil {
 			ps.add(resources, item, err.Error())
 		}
@@ -130,7 +130,7 @@ func (c Config) validateSelection(ps *problems) *filter.File {
 	}
 
 	names := c.resourceNames(rules)
-	for _, item := range checkListEntries(ps, "RELAY_MIRROR_RESOURCES", c.MirrorList, nil) {
+	for _, item := range checkListEntries(ps, "RELAY_MIRROR_RESOURCES", c.MirrorList) {
 		if !slices.Contains(names, item) {
 			ps.add("RELAY_MIRROR_RESOURCES", item, "not relayed: mirror only resources of RELAY_RESOURCES or the rules file, spelled the same way")
 		}
@@ -143,7 +143,7 @@ func (c Config) validateSelection(ps *problems) *filter.File {
 		if name == "RELAY_EXCLUDE_NAMESPACES" {
 			list = c.ExcludeNamespaceList
 		}
-		for _, item := range checkListEntries(ps, name, list, nil) {
+		for _, item := range checkListEntries(ps, name, list) {
 			if len(validation.IsDNS1123Label(item)) > 0 {
 				ps.add(name, item, "not a namespace name: at most 63 lower-case letters, digits or '-', starting and ending with a letter or digit")
 			}
@@ -154,7 +154,7 @@ func (c Config) validateSelection(ps *problems) *filter.File {
 			ps.add("RELAY_EXCLUDE_NAMESPACES", item, "also listed in RELAY_NAMESPACES")
 		}
 	}
-	for _, item := range checkListEntries(ps, "RELAY_EVENT_TYPES", c.EventTypeList, nil) {
+	for _, item := range checkListEntries(ps, "RELAY_EVENT_TYPES", c.EventTypeList) {
 		if !slices.Contains([]string{"added", "modified", "deleted"}, item) {
 			ps.add("RELAY_EVENT_TYPES", item, "must be added, modified or deleted")
 		}
@@ -256,12 +256,8 @@ func (c Config) validateLogging(ps *problems) {
 }
 
 // checkListEntries reports empty and repeated entries of l and returns the
-// distinct non-empty ones. show, if not nil, rewrites values before they are
-// reported.
-func checkListEntries(ps *problems, name string, l CommaList, show func(string) string) []string {
-	if show == nil {
-		show = func(s string) string { return s }
-	}
+// distinct non-empty ones.
+func checkListEntries(ps *problems, name string, l CommaList) []string {
 	var entries []string
 	seen := make(map[string]bool, len(l.Items))
 	reportedEmpty := false
@@ -269,11 +265,11 @@ func checkListEntries(ps *problems, name string, l CommaList, show func(string) 
 		switch {
 		case item == "":
 			if !reportedEmpty {
-				ps.add(name, show(l.Raw), "empty entry: remove the stray comma")
+				ps.add(name, l.Raw, "empty entry: remove the stray comma")
 				reportedEmpty = true
 			}
 		case seen[item]:
-			ps.add(name, show(item), "listed more than once")
+			ps.add(name, item, "listed more than once")
 		default:
 			seen[item] = true
 			entries = append(entries, item)
