@@ -112,11 +112,21 @@ func (c Config) validateLeaderElection(ps *problems) {
 	retry := checkDurationRange(ps, "RELAY_RETRY_PERIOD", c.RetryPeriod, retryPeriodRange)
 	// The timing rules hold only between durations that parsed and are in range: the others
 	// are reported above already.
-	if !lease || !renew || !retry {
+	if !renew || !retry {
 		return
 	}
+	if !lease {
+		// Only the rule between the renew deadline and the retry period applies: check it with
+		// the default lease duration, and leave out the rule that involves the lease duration.
+		lc := c.leaderConfig()
+		lc.LeaseDuration = 0
+		problems = nil
+		if errors.As(lc.Validate(), &le) {
+			problems = le.Problems
+		}
+	}
 	for _, p := range problems {
-		if p.Field.Timing() {
+		if p.Field.Timing() && (lease || !strings.Contains(p.Reason, string(leader.FieldLeaseDuration))) {
 			add(p)
 		}
 	}

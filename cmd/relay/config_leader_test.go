@@ -154,3 +154,26 @@ func TestConfigLeaderElectionTimingProblemsQuoteTheValuesAsGiven(t *testing.T) {
 		})
 	}
 }
+
+// TestConfigLeaderElectionRetryRuleHoldsWithoutAValidLeaseDuration: the rule between
+// RELAY_RENEW_DEADLINE and RELAY_RETRY_PERIOD is reported even when RELAY_LEASE_DURATION is
+// itself invalid, and nothing is said against the invalid lease duration but its own problem.
+func TestConfigLeaderElectionRetryRuleHoldsWithoutAValidLeaseDuration(t *testing.T) {
+	for _, lease := range []string{"500ms", "-1s", "soon"} {
+		t.Run(lease, func(t *testing.T) {
+			setConfigEnv(t, map[string]string{"RELAY_RESOURCES": "pods", "NATS_URL": "nats://a:4222", "RELAY_LEADER_ELECT": "true",
+				"RELAY_LEASE_DURATION": lease, "RELAY_RENEW_DEADLINE": "2s", "RELAY_RETRY_PERIOD": "2s"})
+			problems, msg := configProblems(t)
+			var got []string
+			for _, p := range problems {
+				got = append(got, p.Var)
+				if strings.Contains(p.Reason, "less than RELAY_LEASE_DURATION") {
+					t.Errorf("timing rule checked against an invalid lease duration:\n%s", msg)
+				}
+			}
+			if want := "RELAY_LEASE_DURATION,RELAY_RENEW_DEADLINE"; strings.Join(got, ",") != want || !strings.Contains(msg, "1.2 x RELAY_RETRY_PERIOD (2s)") {
+				t.Errorf("got problems:\n%s\nwant %s, the second saying 1.2 x RELAY_RETRY_PERIOD (2s)", msg, want)
+			}
+		})
+	}
+}
