@@ -8,6 +8,7 @@ import (
 	"github.com/kelseyhightower/envconfig"
 
 	"github.com/kube-nats-relay/kube-nats-relay/filter"
+	"github.com/kube-nats-relay/kube-nats-relay/internal/natsconn"
 )
 
 // Config is the relay's configuration, read from environment variables. Every
@@ -50,10 +51,10 @@ type Config struct {
 	// beyond loopback only with credentials (validateEmbedded).
 	NATSListen string `envconfig:"RELAY_NATS_LISTEN" default:"127.0.0.1:4222" desc:"host:port the embedded nats-server listens on (used only when NATS_URL is empty); beyond loopback only with RELAY_NATS_USER/PASSWORD, TOKEN or NKEY, which it then requires"`
 	// NATSUser and NATSPassword authenticate with a user name and password.
-	NATSUser     string `envconfig:"RELAY_NATS_USER" desc:"NATS user name; requires RELAY_NATS_PASSWORD"`
-	NATSPassword Secret `envconfig:"RELAY_NATS_PASSWORD" desc:"NATS password; requires RELAY_NATS_USER"`
+	NATSUser     string          `envconfig:"RELAY_NATS_USER" desc:"NATS user name; requires RELAY_NATS_PASSWORD"`
+	NATSPassword natsconn.Secret `envconfig:"RELAY_NATS_PASSWORD" desc:"NATS password; requires RELAY_NATS_USER"`
 	// NATSToken authenticates with a token.
-	NATSToken Secret `envconfig:"RELAY_NATS_TOKEN" desc:"NATS authentication token"`
+	NATSToken natsconn.Secret `envconfig:"RELAY_NATS_TOKEN" desc:"NATS authentication token"`
 	// NATSCreds is a credentials file (user JWT and NKey seed).
 	NATSCreds string `envconfig:"RELAY_NATS_CREDS" desc:"NATS credentials file (JWT and seed); only with NATS_URL (the embedded server cannot verify it)"`
 	// NATSNKey is an NKey seed file.

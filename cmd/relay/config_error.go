@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"strings"
+
+	"github.com/kube-nats-relay/kube-nats-relay/internal/natsconn"
 )
 
 // secretVars are the variables whose values are never printed.
@@ -25,7 +27,7 @@ type Problem struct {
 func (p Problem) String() string {
 	value := p.Value
 	if secretVars[p.Var] {
-		value = redacted
+		value = natsconn.Redacted
 	}
 	return fmt.Sprintf("%s=%q: %s", p.Var, value, p.Reason)
 }
@@ -51,7 +53,7 @@ type problems []Problem
 // add records a problem with name's value, redacted if name is a secret.
 func (ps *problems) add(name, value, reason string) {
 	if secretVars[name] {
-		value = redacted
+		value = natsconn.Redacted
 	}
 	*ps = append(*ps, Problem{Var: name, Value: value, Reason: reason})
 }

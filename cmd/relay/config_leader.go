@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -42,13 +43,6 @@ var leaderVars = map[leader.Field]string{
 	leader.FieldRetryPeriod:   "RELAY_RETRY_PERIOD",
 }
 
-// leaderVarNames rewrites the field names in a leader.Problem's reason as variables.
-var leaderVarNames = strings.NewReplacer(
-	string(leader.FieldLeaseDuration), leaderVars[leader.FieldLeaseDuration],
-	string(leader.FieldRenewDeadline), leaderVars[leader.FieldRenewDeadline],
-	string(leader.FieldRetryPeriod), leaderVars[leader.FieldRetryPeriod],
-)
-
 // leaderConfig is the leader election part of c. An empty namespace or identity is resolved
 // by leader.New.
 func (c Config) leaderConfig() leader.Config {
@@ -62,17 +56,30 @@ func (c Config) leaderConfig() leader.Config {
 	}
 }
 
-// leaderRaw returns the text the variable of f was read from.
-func (c Config) leaderRaw(f leader.Field) string {
+// leaderDuration returns the variable of f, one of the three durations.
+func (c Config) leaderDuration(f leader.Field) Duration {
 	switch f {
 	case leader.FieldLeaseDuration:
-		return c.LeaseDuration.Raw
+		return c.LeaseDuration
 	case leader.FieldRenewDeadline:
-		return c.RenewDeadline.Raw
-	case leader.FieldRetryPeriod:
-		return c.RetryPeriod.Raw
+		return c.RenewDeadline
 	}
-	return ""
+	return c.RetryPeriod
+}
+
+// leaderReason rewrites a leader.Problem's reason as the variables say it: a duration
+// quoted as "Field (value)" as "VARIABLE (value as given)", other field names as variables.
+func (c Config) leaderReason(reason string) string {
+	timings := []leader.Field{leader.FieldLeaseDuration, leader.FieldRenewDeadline, leader.FieldRetryPeriod}
+	var pairs []string
+	for _, f := range timings {
+		d := c.leaderDuration(f)
+		pairs = append(pairs, fmt.Sprintf("%s (%s)", f, d.Duration), fmt.Sprintf("%s (%s)", leaderVars[f], d.Raw))
+	}
+	for _, f := range timings {
+		pairs = append(pairs, string(f), leaderVars[f])
+	}
+	return strings.NewReplacer(pairs...).Replace(reason)
 }
 
 // validateLeaderElection checks the leader election variables: each parses and is in its
@@ -91,9 +98,9 @@ func (c Config) validateLeaderElection(ps *problems) {
 	add := func(p leader.Problem) {
 		value := p.Value
 		if p.Field.Timing() {
-			value = c.leaderRaw(p.Field)
+			value = c.leaderDuration(p.Field).Raw
 		}
-		ps.add(leaderVars[p.Field], value, leaderVarNames.Replace(p.Reason))
+		ps.add(leaderVars[p.Field], value, c.leaderReason(p.Reason))
 	}
 	for _, p := range problems {
 		if !p.Field.Timing() {
@@ -105,11 +112,21 @@ func (c Config) validateLeaderElection(ps *problems) {
 	retry := checkDurationRange(ps, "RELAY_RETRY_PERIOD", c.RetryPeriod, retryPeriodRange)
 	// The timing rules hold only between durations that parsed and are in range: the others
 	// are reported above already.
-	if !lease || !renew || !retry {
+	if !renew || !retry {
 		return
 	}
+	if !lease {
+		// Only the rule between the renew deadline and the retry period applies: check it with
+		// the default lease duration, and leave out the rule that involves the lease duration.
+		lc := c.leaderConfig()
+		lc.LeaseDuration = 0
+		problems = nil
+		if errors.As(lc.Validate(), &le) {
+			problems = le.Problems
+		}
+	}
 	for _, p := range problems {
-		if p.Field.Timing() {
+		if p.Field.Timing() && (lease || !strings.Contains(p.Reason, string(leader.FieldLeaseDuration))) {
 			add(p)
 		}
 	}

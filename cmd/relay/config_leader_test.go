@@ -122,3 +122,58 @@ func TestConfigLeaderElectionReportsEveryProblemAtOnce(t *testing.T) {
 		}
 	}
 }
+
+func TestConfigLeaderElectionTimingProblemsQuoteTheValuesAsGiven(t *testing.T) {
+	tests := []struct {
+		name string
+		env  map[string]string
+		want string
+	}{
+		{"renew deadline within one jittered retry",
+			map[string]string{"RELAY_LEASE_DURATION": "5m", "RELAY_RENEW_DEADLINE": "1m", "RELAY_RETRY_PERIOD": "1m"},
+			"must exceed 1.2 x RELAY_RETRY_PERIOD (1m): a renewal needs at least one retry"},
+		{"renew deadline plus retry period reach lease duration",
+			map[string]string{"RELAY_LEASE_DURATION": "1m", "RELAY_RENEW_DEADLINE": "1m", "RELAY_RETRY_PERIOD": "10s"},
+			"RELAY_RENEW_DEADLINE + RELAY_RETRY_PERIOD (1m10s) must be less than RELAY_LEASE_DURATION (1m): a leader that cannot renew must stop before another may take the lease"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := map[string]string{"RELAY_RESOURCES": "pods", "NATS_URL": "nats://a:4222", "RELAY_LEADER_ELECT": "true"}
+			for k, v := range tt.env {
+				env[k] = v
+			}
+			setConfigEnv(t, env)
+			problems, msg := configProblems(t)
+			found := false
+			for _, p := range problems {
+				found = found || p.Var == "RELAY_RENEW_DEADLINE" && p.Value == "1m" && p.Reason == tt.want
+			}
+			if !found {
+				t.Errorf("got problems:\n%s\nwant RELAY_RENEW_DEADLINE=\"1m\": %s", msg, tt.want)
+			}
+		})
+	}
+}
+
+// TestConfigLeaderElectionRetryRuleHoldsWithoutAValidLeaseDuration: the rule between
+// RELAY_RENEW_DEADLINE and RELAY_RETRY_PERIOD is reported even when RELAY_LEASE_DURATION is
+// itself invalid, and nothing is said against the invalid lease duration but its own problem.
+func TestConfigLeaderElectionRetryRuleHoldsWithoutAValidLeaseDuration(t *testing.T) {
+	for _, lease := range []string{"500ms", "-1s", "soon"} {
+		t.Run(lease, func(t *testing.T) {
+			setConfigEnv(t, map[string]string{"RELAY_RESOURCES": "pods", "NATS_URL": "nats://a:4222", "RELAY_LEADER_ELECT": "true",
+				"RELAY_LEASE_DURATION": lease, "RELAY_RENEW_DEADLINE": "2s", "RELAY_RETRY_PERIOD": "2s"})
+			problems, msg := configProblems(t)
+			var got []string
+			for _, p := range problems {
+				got = append(got, p.Var)
+				if strings.Contains(p.Reason, "less than RELAY_LEASE_DURATION") {
+					t.Errorf("timing rule checked against an invalid lease duration:\n%s", msg)
+				}
+			}
+			if want := "RELAY_LEASE_DURATION,RELAY_RENEW_DEADLINE"; strings.Join(got, ",") != want || !strings.Contains(msg, "1.2 x RELAY_RETRY_PERIOD (2s)") {
+				t.Errorf("got problems:\n%s\nwant %s, the second saying 1.2 x RELAY_RETRY_PERIOD (2s)", msg, want)
+			}
+		})
+	}
+}

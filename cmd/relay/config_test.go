@@ -15,6 +15,8 @@ import (
 
 	"github.com/kelseyhightower/envconfig"
 	"github.com/rs/zerolog"
+
+	"github.com/kube-nats-relay/kube-nats-relay/internal/natsconn"
 )
 
 // configVars returns the variable name of every Config field.
@@ -68,6 +70,27 @@ func configProblems(t *testing.T) ([]Problem, string) {
 		t.Fatalf("loadConfig: got %T %v, want *ConfigError", err, err)
 	}
 	return cerr.Problems, err.Error()
+}
+
+// checkFlagProblems checks what parsing a subcommand's flags (named by parse) left: err a
+// *ConfigError whose problems name vars, in order, and nothing on stderr (the usage is for
+// --help only).
+func checkFlagProblems(t *testing.T, parse string, err error, stderr string, vars []string) {
+	t.Helper()
+	var cfgErr *ConfigError
+	if !errors.As(err, &cfgErr) {
+		t.Fatalf("%s: got error %v, want a *ConfigError", parse, err)
+	}
+	if stderr != "" {
+		t.Errorf("stderr: got %q, want nothing (the usage is for --help only)", stderr)
+	}
+	var got []string
+	for _, p := range cfgErr.Problems {
+		got = append(got, p.Var)
+	}
+	if strings.Join(got, ",") != strings.Join(vars, ",") {
+		t.Errorf("problems: got %q, want %q (%v)", got, vars, err)
+	}
 }
 
 func TestConfigDefaults(t *testing.T) {
@@ -248,9 +271,9 @@ func TestConfigInvalid(t *testing.T) {
 		{"cert without key", map[string]string{"NATS_URL": "a:4222", "RELAY_NATS_TLS_CERT": cert}, "RELAY_NATS_TLS_CERT", cert},
 		{"key without cert", map[string]string{"NATS_URL": "a:4222", "RELAY_NATS_TLS_KEY": cert}, "RELAY_NATS_TLS_KEY", cert},
 		{"user without password", map[string]string{"RELAY_NATS_USER": "relay"}, "RELAY_NATS_USER", "relay"},
-		{"password without user", map[string]string{"RELAY_NATS_PASSWORD": "pw"}, "RELAY_NATS_PASSWORD", redacted},
+		{"password without user", map[string]string{"RELAY_NATS_PASSWORD": "pw"}, "RELAY_NATS_PASSWORD", natsconn.Redacted},
 		{"two auth methods", map[string]string{"NATS_URL": "a:4222", "RELAY_NATS_TOKEN": "tok", "RELAY_NATS_CREDS": creds}, "RELAY_NATS_CREDS", creds},
-		{"user, password and token", map[string]string{"RELAY_NATS_USER": "relay", "RELAY_NATS_PASSWORD": "pw", "RELAY_NATS_TOKEN": "tok"}, "RELAY_NATS_TOKEN", redacted},
+		{"user, password and token", map[string]string{"RELAY_NATS_USER": "relay", "RELAY_NATS_PASSWORD": "pw", "RELAY_NATS_TOKEN": "tok"}, "RELAY_NATS_TOKEN", natsconn.Redacted},
 		{"creds and nkey", map[string]string{"NATS_URL": "a:4222", "RELAY_NATS_CREDS": creds, "RELAY_NATS_NKEY": creds}, "RELAY_NATS_NKEY", creds},
 		{"bad log level", map[string]string{"RELAY_LOG_LEVEL": "verbose"}, "RELAY_LOG_LEVEL", "verbose"},
 		{"bad log format", map[string]string{"RELAY_LOG_FORMAT": "text"}, "RELAY_LOG_FORMAT", "text"},

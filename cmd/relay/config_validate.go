@@ -3,9 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"net"
-	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -20,6 +18,7 @@ import (
 
 	"github.com/kube-nats-relay/kube-nats-relay/event"
 	"github.com/kube-nats-relay/kube-nats-relay/filter"
+	"github.com/kube-nats-relay/kube-nats-relay/internal/natsconn"
 )
 
 // Limits imposed by NATS and JetStream.
@@ -69,7 +68,9 @@ func (c Config) validate() (*filter.File, error) {
 
 func (c Config) validateKube(ps *problems) {
 	for _, path := range c.KubeconfigPaths() {
-		checkReadableFile(ps, "KUBECONFIG", path)
+		if reason := natsconn.UnreadableFile(path); reason != "" {
+			ps.add("KUBECONFIG", path, reason)
+		}
 	}
 	checkFloatRange(ps, "RELAY_KUBE_QPS", c.KubeQPS, kubeQPSRange)
 	checkIntRange(ps, "RELAY_KUBE_BURST", c.KubeBurst, kubeBurstRange)
@@ -99,7 +100,7 @@ func (c Config) validateSelection(ps *problems) *filter.File {
 	if len(c.ResourceList.Items) == 0 && !rulesBroken && (rules == nil || len(rules.Resources) == 0) {
 		ps.add(resources, c.ResourceList.Raw, "required: list the resources to relay, e.g. pods,deployments.apps (or name them in RELAY_RULES_FILE)")
 	}
-	for _, item := range checkListEntries(ps, resources, c.ResourceList, nil) {
+	for _, item := range checkListEntries(ps, resources, c.ResourceList) {
 		if _, err := parseResourceSpec(item); err != nil {
 			ps.add(resources, item, err.Error())
 		}
@@ -129,7 +130,7 @@ func (c Config) validateSelection(ps *problems) *filter.File {
 	}
 
 	names := c.resourceNames(rules)
-	for _, item := range checkListEntries(ps, "RELAY_MIRROR_RESOURCES", c.MirrorList, nil) {
+	for _, item := range checkListEntries(ps, "RELAY_MIRROR_RESOURCES", c.MirrorList) {
 		if !slices.Contains(names, item) {
 			ps.add("RELAY_MIRROR_RESOURCES", item, "not relayed: mirror only resources of RELAY_RESOURCES or the rules file, spelled the same way")
 		}
@@ -142,7 +143,7 @@ func (c Config) validateSelection(ps *problems) *filter.File {
 		if name == "RELAY_EXCLUDE_NAMESPACES" {
 			list = c.ExcludeNamespaceList
 		}
-		for _, item := range checkListEntries(ps, name, list, nil) {
+		for _, item := range checkListEntries(ps, name, list) {
 			if len(validation.IsDNS1123Label(item)) > 0 {
 				ps.add(name, item, "not a namespace name: at most 63 lower-case letters, digits or '-', starting and ending with a letter or digit")
 			}
@@ -153,7 +154,7 @@ func (c Config) validateSelection(ps *problems) *filter.File {
 			ps.add("RELAY_EXCLUDE_NAMESPACES", item, "also listed in RELAY_NAMESPACES")
 		}
 	}
-	for _, item := range checkListEntries(ps, "RELAY_EVENT_TYPES", c.EventTypeList, nil) {
+	for _, item := range checkListEntries(ps, "RELAY_EVENT_TYPES", c.EventTypeList) {
 		if !slices.Contains([]string{"added", "modified", "deleted"}, item) {
 			ps.add("RELAY_EVENT_TYPES", item, "must be added, modified or deleted")
 		}
@@ -255,12 +256,8 @@ func (c Config) validateLogging(ps *problems) {
 }
 
 // checkListEntries reports empty and repeated entries of l and returns the
-// distinct non-empty ones. show, if not nil, rewrites values before they are
-// reported.
-func checkListEntries(ps *problems, name string, l CommaList, show func(string) string) []string {
-	if show == nil {
-		show = func(s string) string { return s }
-	}
+// distinct non-empty ones.
+func checkListEntries(ps *problems, name string, l CommaList) []string {
 	var entries []string
 	seen := make(map[string]bool, len(l.Items))
 	reportedEmpty := false
@@ -268,11 +265,11 @@ func checkListEntries(ps *problems, name string, l CommaList, show func(string) 
 		switch {
 		case item == "":
 			if !reportedEmpty {
-				ps.add(name, show(l.Raw), "empty entry: remove the stray comma")
+				ps.add(name, l.Raw, "empty entry: remove the stray comma")
 				reportedEmpty = true
 			}
 		case seen[item]:
-			ps.add(name, show(item), "listed more than once")
+			ps.add(name, item, "listed more than once")
 		default:
 			seen[item] = true
 			entries = append(entries, item)
@@ -292,25 +289,4 @@ func validStreamName(s string) bool {
 		}
 	}
 	return true
-}
-
-// checkReadableFile reports path unless it names a file that can be opened
-// for reading. An empty path is not checked.
-func checkReadableFile(ps *problems, name, path string) {
-	if path == "" {
-		return
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		reason := err.Error()
-		if pathErr := (*fs.PathError)(nil); errors.As(err, &pathErr) {
-			reason = pathErr.Err.Error() // the path is printed already
-		}
-		ps.add(name, path, "cannot open: "+reason)
-		return
-	}
-	defer f.Close()
-	if info, err := f.Stat(); err == nil && info.IsDir() {
-		ps.add(name, path, "is a directory, want a file")
-	}
 }

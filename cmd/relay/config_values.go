@@ -9,8 +9,6 @@ import (
 
 	"github.com/kelseyhightower/envconfig"
 	"github.com/rs/zerolog"
-
-	"github.com/kube-nats-relay/kube-nats-relay/internal/natsconn"
 )
 
 // The value types below implement envconfig.Decoder with a Decode that never
@@ -121,13 +119,6 @@ func (l *CommaList) Decode(value string) error {
 	}
 	return nil
 }
-
-// redacted replaces secret values wherever the configuration is printed.
-const redacted = natsconn.Redacted
-
-// Secret is a string that prints as "<redacted>" through fmt and encoders, so
-// that logging the Config does not leak it. Convert with string(s) to use it.
-type Secret = natsconn.Secret
 
 // InitialSyncMode says what happens to the objects the first list returns when
 // a resource has no checkpoint yet.

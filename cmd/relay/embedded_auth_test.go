@@ -2,12 +2,10 @@ package main
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/nats-io/nkeys"
+	"github.com/kube-nats-relay/kube-nats-relay/internal/testenv"
 )
 
 func TestEmbeddedServerListensBeyondLoopbackOnlyWithCredentials(t *testing.T) {
@@ -83,19 +81,11 @@ func TestEmbeddedListenProblemSaysHowToAddAuthentication(t *testing.T) {
 // writeNKeySeed writes a new user NKey seed file into dir and returns its path.
 func writeNKeySeed(t *testing.T, dir string) string {
 	t.Helper()
-	kp, err := nkeys.CreateUser()
+	auth, err := testenv.NewNKeyAuth(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	seed, err := kp.Seed()
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(dir, "relay.nk")
-	if err := os.WriteFile(path, seed, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return auth.NKeySeedFile
 }
 
 // configErrorProblems returns the problems of a *ConfigError, failing the test for any other

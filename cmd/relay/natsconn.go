@@ -7,9 +7,6 @@ import (
 	"github.com/kube-nats-relay/kube-nats-relay/internal/natsconn"
 )
 
-// errNATSClosed is the cause run ends with when the NATS client gives up for good.
-var errNATSClosed = natsconn.ErrClosed
-
 // NATS returns the NATS connection settings, shared by the relay and relay tail.
 func (c Config) NATS() natsconn.Config {
 	return natsconn.Config{

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -79,20 +78,7 @@ func TestParseProbeRejects(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var stderr strings.Builder
 			_, err := parseProbe(tt.args, &stderr)
-			var cfgErr *ConfigError
-			if !errors.As(err, &cfgErr) {
-				t.Fatalf("parseProbe: got error %v, want a *ConfigError", err)
-			}
-			if stderr.Len() > 0 {
-				t.Errorf("stderr: got %q, want nothing (the usage is for --help only)", stderr.String())
-			}
-			var got []string
-			for _, p := range cfgErr.Problems {
-				got = append(got, p.Var)
-			}
-			if strings.Join(got, ",") != strings.Join(tt.vars, ",") {
-				t.Errorf("problems: got %q, want %q (%v)", got, tt.vars, err)
-			}
+			checkFlagProblems(t, "parseProbe", err, stderr.String(), tt.vars)
 		})
 	}
 }

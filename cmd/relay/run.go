@@ -16,6 +16,7 @@ import (
 
 	"github.com/kube-nats-relay/kube-nats-relay/checkpoint"
 	"github.com/kube-nats-relay/kube-nats-relay/filter"
+	"github.com/kube-nats-relay/kube-nats-relay/internal/natsconn"
 	"github.com/kube-nats-relay/kube-nats-relay/relay"
 )
 
@@ -86,7 +87,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	ctx, lost := context.WithCancelCause(ctx)
 	defer lost(nil)
 	conn, err := connectNATS(ctx, cfg, lost)
-	if errors.Is(context.Cause(ctx), errNATSClosed) {
+	if errors.Is(context.Cause(ctx), natsconn.ErrClosed) {
 		return context.Cause(ctx)
 	}
 	if ctx.Err() != nil {
@@ -204,7 +205,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		Str("index_bucket", cfg.IndexBucket).Msg("relay started")
 	err = relayOrStandBy(ctx, cfg, kube.rest, conn, rl, ckpts, ready, live, m)
 	log.Info().Msg("relay stopped")
-	if cause := context.Cause(ctx); errors.Is(cause, errNATSClosed) {
+	if cause := context.Cause(ctx); errors.Is(cause, natsconn.ErrClosed) {
 		return cause
 	}
 	return err
@@ -215,7 +216,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 // failure (a configuration error when the stream or bucket is unusable).
 func setupFailed(ctx context.Context, err error, name, value string) error {
 	if cause := context.Cause(ctx); cause != nil {
-		if errors.Is(cause, errNATSClosed) {
+		if errors.Is(cause, natsconn.ErrClosed) {
 			return cause
 		}
 		return nil

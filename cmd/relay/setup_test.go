@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/kube-nats-relay/kube-nats-relay/checkpoint"
+	"github.com/kube-nats-relay/kube-nats-relay/internal/natsconn"
 )
 
 func TestSetupRetriesOnlyWhatTheClusterClearsOnItsOwn(t *testing.T) {
@@ -80,9 +81,9 @@ func TestSetupFailedIsCleanWhenStoppedAndNamesAnUnusableBucket(t *testing.T) {
 		t.Errorf("asked to stop during the wait: %v, want a clean exit (nil)", err)
 	}
 	closed, closeNATS := context.WithCancelCause(context.Background())
-	closeNATS(errNATSClosed)
-	if err := setupFailed(closed, failed, "RELAY_STREAM", "K"); !errors.Is(err, errNATSClosed) {
-		t.Errorf("NATS closed for good during the wait: %v, want %v", err, errNATSClosed)
+	closeNATS(natsconn.ErrClosed)
+	if err := setupFailed(closed, failed, "RELAY_STREAM", "K"); !errors.Is(err, natsconn.ErrClosed) {
+		t.Errorf("NATS closed for good during the wait: %v, want %v", err, natsconn.ErrClosed)
 	}
 	unusable := fmt.Errorf("%w: bucket b has no TTL", checkpoint.ErrBucketUnusable)
 	var cfgErr *ConfigError

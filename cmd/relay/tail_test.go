@@ -123,20 +123,7 @@ func TestParseTailRejects(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var stderr strings.Builder
 			_, err := parseTail(tt.args, "", time.Now(), &stderr)
-			var cfgErr *ConfigError
-			if !errors.As(err, &cfgErr) {
-				t.Fatalf("parseTail: got error %v, want a *ConfigError", err)
-			}
-			if stderr.Len() > 0 {
-				t.Errorf("stderr: got %q, want nothing (the usage is for --help only)", stderr.String())
-			}
-			var got []string
-			for _, p := range cfgErr.Problems {
-				got = append(got, p.Var)
-			}
-			if strings.Join(got, ",") != strings.Join(tt.vars, ",") {
-				t.Errorf("problems: got %q, want %q (%v)", got, tt.vars, err)
-			}
+			checkFlagProblems(t, "parseTail", err, stderr.String(), tt.vars)
 		})
 	}
 	var usage strings.Builder

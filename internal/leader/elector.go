@@ -132,7 +132,8 @@ func (e *Elector) Identity() string { return e.cfg.Identity }
 func (e *Elector) Lease() string { return e.cfg.Namespace + "/" + e.cfg.Name }
 
 // Run campaigns and calls lead once the lease is held. It returns:
-//   - nil when ctx ends before this process leads;
+//   - nil when ctx ends before this process leads (the lease is released should a try's
+//     write have taken it after all);
 //   - lead's error when ctx ends (lead must return then, and may drain first: the lease is
 //     renewed meanwhile) or when lead returns by itself; in both cases the lease is released
 //     after lead returned, so that the next leader starts where this one stopped;
@@ -149,6 +150,9 @@ func (e *Elector) Run(ctx context.Context, lead func(context.Context) error, abo
 	ctx = log.WithContext(ctx)
 	log.Info().Stringer("lease_duration", e.cfg.LeaseDuration).Msg("campaigning for the lease")
 	if !e.acquire(ctx) {
+		// A try whose write the apiserver applied but whose answer was lost may have left
+		// the lease naming this process: give it up, as after leading.
+		e.release(ctx)
 		return nil
 	}
 

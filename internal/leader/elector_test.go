@@ -10,6 +10,7 @@ import (
 	"time"
 
 	coordv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -524,6 +525,36 @@ func TestRunBeforeLeadingEndsCleanlyWithCtx(t *testing.T) {
 	}
 	if h := holderOf(b.lease()); h != "a" {
 		t.Errorf("lease holder: got %q, want a", h)
+	}
+}
+
+// TestRunBeforeLeadingReleasesALeaseItsLostWriteTook: a try whose write the apiserver
+// applied but whose answer was lost leaves the lease naming a process that does not lead;
+// stopped then, it gives the lease up, so that a standby need not wait for it to expire.
+func TestRunBeforeLeadingReleasesALeaseItsLostWriteTook(t *testing.T) {
+	b := newBed(t)
+	b.cs.PrependReactor("create", "leases", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		c := a.(k8stesting.CreateAction)
+		if err := b.cs.Tracker().Create(c.GetResource(), c.GetObject(), c.GetNamespace()); err != nil {
+			return true, nil, err
+		}
+		return true, nil, apierrors.NewTimeoutError("applied, but the answer was lost", 1)
+	})
+	sb := b.run(b.elector("b"))
+	b.waitFor("the failed try to wait for the next", func() bool { return b.clk.Waiters() == 1 })
+	if h := holderOf(b.lease()); h != "b" {
+		t.Fatalf("lease holder after the lost write: got %q, want b", h)
+	}
+	sb.cancel()
+	if err := sb.result(t); err != nil {
+		t.Fatalf("Run when ctx ends: got %v, want nil", err)
+	}
+	if sb.has("lead") {
+		t.Errorf("events: got %v, want no lead", sb.log())
+	}
+	l := b.lease()
+	if h, d := holderOf(l), *l.Spec.LeaseDurationSeconds; h != "" || d != 1 {
+		t.Errorf("lease after Run: holder %q, duration %ds; want released (no holder, 1s)", h, d)
 	}
 }
 

@@ -266,8 +266,17 @@ func validURLPort(p string) bool {
 // checkReadableFile reports path unless it names a file that can be opened for reading. An
 // empty path is not checked.
 func checkReadableFile(ps *problems, name, path string) {
+	if reason := UnreadableFile(path); reason != "" {
+		ps.add(name, path, reason)
+	}
+}
+
+// UnreadableFile returns why path names no file that can be opened for reading ("cannot
+// open: ..." or "is a directory, want a file"), or "" when it does. An empty path is not
+// checked. The relay applies the same rule to its other files (KUBECONFIG).
+func UnreadableFile(path string) string {
 	if path == "" {
-		return
+		return ""
 	}
 	f, err := os.Open(path)
 	if err != nil {
@@ -275,11 +284,11 @@ func checkReadableFile(ps *problems, name, path string) {
 		if pathErr := (*fs.PathError)(nil); errors.As(err, &pathErr) {
 			reason = pathErr.Err.Error() // the path is printed already
 		}
-		ps.add(name, path, "cannot open: "+reason)
-		return
+		return "cannot open: " + reason
 	}
 	defer f.Close()
 	if info, err := f.Stat(); err == nil && info.IsDir() {
-		ps.add(name, path, "is a directory, want a file")
+		return "is a directory, want a file"
 	}
+	return ""
 }

@@ -2,11 +2,12 @@ package natsconn
 
 import (
 	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nkeys"
+
+	"github.com/kube-nats-relay/kube-nats-relay/internal/testenv"
 )
 
 func TestEmbeddedServerOptionsRequireTheConfiguredCredentials(t *testing.T) {
@@ -56,19 +57,11 @@ func TestEmbeddedServerOptionsRequireTheConfiguredCredentials(t *testing.T) {
 // writeNKeySeed writes a new user NKey seed file into dir and returns its path.
 func writeNKeySeed(t *testing.T, dir string) string {
 	t.Helper()
-	kp, err := nkeys.CreateUser()
+	auth, err := testenv.NewNKeyAuth(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	seed, err := kp.Seed()
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(dir, "relay.nk")
-	if err := os.WriteFile(path, seed, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return auth.NKeySeedFile
 }
 
 func mustReadFile(t *testing.T, path string) []byte {
