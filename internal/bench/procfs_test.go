@@ -64,9 +64,15 @@ func TestFindServersFindsAProcessWorkingUnderADirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { stdin.Close(); cancel(); _ = cmd.Wait() })
-	got, err := findServers([]string{dir}, "sh")
-	if err != nil {
-		t.Fatal(err)
+	// Start returns once the exec has begun, which is before the kernel has set the new
+	// command line: wait until it shows, as findServers meets servers long started.
+	var got map[string]int
+	deadline := time.Now().Add(10 * time.Second)
+	for got, err = findServers([]string{dir}, "sh"); err != nil; got, err = findServers([]string{dir}, "sh") {
+		if time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	if got["sh"] != cmd.Process.Pid {
 		t.Errorf("got %v, want sh at pid %d", got, cmd.Process.Pid)
