@@ -66,6 +66,23 @@ func TestRotateVisitsEveryPositionOnce(t *testing.T) {
 	}
 }
 
+func TestRotateRunsEachRelayFirstInHalfTheRounds(t *testing.T) {
+	cs := []string{Ceiling, Naive, Relay, RelayBefore}
+	relayFirst := 0
+	for round := range 4 {
+		r := rotate(cs, round)
+		if got := slices.Sorted(slices.Values(r)); !slices.Equal(got, slices.Sorted(slices.Values(cs))) {
+			t.Fatalf("round %d: got %v, want a permutation of %v", round, r, cs)
+		}
+		if slices.Index(r, Relay) < slices.Index(r, RelayBefore) {
+			relayFirst++
+		}
+	}
+	if relayFirst != 2 {
+		t.Errorf("relay ran before relay-before in %d of 4 rounds, want 2", relayFirst)
+	}
+}
+
 func TestParseMicro(t *testing.T) {
 	out := []byte(`goos: linux
 pkg: github.com/kube-nats-relay/kube-nats-relay/event
