@@ -79,7 +79,7 @@ func (c Config) validateKube(ps *problems) {
 
 // validateNATS reports the problems of the NATS settings (natsconn.Config.Validate).
 func (c Config) validateNATS(ps *problems) {
-	if err, ok := natsProblems(c.NATS().Validate()).(*ConfigError); ok {
+	if err, ok := c.NATS().Validate().(*ConfigError); ok {
 		*ps = append(*ps, err.Problems...)
 	}
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 
 	"github.com/kube-nats-relay/kube-nats-relay/internal/natsconn"
 )
@@ -27,20 +26,5 @@ func (c Config) NATS() natsconn.Config {
 // connectNATS is natsconn.Connect with cfg's settings; an unusable setting comes back as a
 // *ConfigError (exit status 2).
 func connectNATS(ctx context.Context, cfg Config, lost context.CancelCauseFunc) (*natsconn.Conn, error) {
-	conn, err := natsconn.Connect(ctx, cfg.NATS(), lost)
-	return conn, natsProblems(err)
-}
-
-// natsProblems turns a *natsconn.ConfigError into a *ConfigError with the same problems;
-// other errors, and nil, pass unchanged.
-func natsProblems(err error) error {
-	var nerr *natsconn.ConfigError
-	if !errors.As(err, &nerr) {
-		return err
-	}
-	var ps problems
-	for _, p := range nerr.Problems {
-		ps.add(p.Var, p.Value, p.Reason)
-	}
-	return ps.err()
+	return natsconn.Connect(ctx, cfg.NATS(), lost)
 }

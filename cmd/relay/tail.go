@@ -79,7 +79,7 @@ func runTail(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	conn.URL = o.server
 	nc, err := natsconn.Dial(conn, "kube-nats-relay-tail", tailConnectTimeout)
 	if err != nil {
-		return natsProblems(err)
+		return err
 	}
 	defer nc.Close()
 	js, err := jetstream.New(nc)
