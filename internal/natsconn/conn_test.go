@@ -7,7 +7,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -17,6 +16,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
+	"github.com/kube-nats-relay/kube-nats-relay/internal/relaytest"
 	"github.com/kube-nats-relay/kube-nats-relay/internal/testenv"
 )
 
@@ -125,7 +125,7 @@ func TestDialPresentsEachKindOfCredentials(t *testing.T) {
 func TestDialErrorQuotesNoCredentials(t *testing.T) {
 	s := startServer(t, testenv.TokenAuth("right-token").ServerConfig)
 	host := strings.TrimPrefix(s.ClientURL(), "nats://")
-	for _, url := range []string{"nats://relay:pw-secret@" + host, "nats://tok-secret@" + host, "nats://relay:pw-secret@127.0.0.1:" + freePort(t)} {
+	for _, url := range []string{"nats://relay:pw-secret@" + host, "nats://tok-secret@" + host, "nats://relay:pw-secret@127.0.0.1:" + relaytest.FreePort(t)} {
 		_, err := Dial(Config{URL: url}, "natsconn-test", serverReadyTimeout)
 		if err == nil {
 			t.Fatalf("Dial %s: got a connection, want an error", RedactURL(url))
@@ -151,7 +151,7 @@ func TestConnectedEmbeddedServerRequiresTheConfiguredCredentials(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			port := freePort(t)
+			port := relaytest.FreePort(t)
 			cfg := with(Config{DataDir: t.TempDir(), Listen: "127.0.0.1:" + port}, tt.with)
 			if err := cfg.Validate(); err != nil {
 				t.Fatalf("Validate: %v", err)
@@ -202,7 +202,7 @@ func TestConnectReportsCredentialsRefusedForGood(t *testing.T) {
 func TestConnectStopsWaitingWhenTheContextEnds(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := Connect(ctx, Config{URL: "nats://127.0.0.1:" + freePort(t)}, func(cause error) { t.Errorf("lost: %v", cause) })
+	_, err := Connect(ctx, Config{URL: "nats://127.0.0.1:" + relaytest.FreePort(t)}, func(cause error) { t.Errorf("lost: %v", cause) })
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("Connect: got %v, want %v", err, context.Canceled)
 	}
@@ -257,15 +257,4 @@ func startServer(t *testing.T, conf string) *server.Server {
 		s.WaitForShutdown()
 	})
 	return s
-}
-
-// freePort returns a loopback port nothing listens on now.
-func freePort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
 }
