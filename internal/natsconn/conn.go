@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -83,6 +84,18 @@ func Connect(ctx context.Context, cfg Config, lost func(cause error)) (*Conn, er
 	log := zerolog.Ctx(ctx)
 	c := &Conn{dialer: &resettableDialer{d: net.Dialer{Timeout: nats.DefaultTimeout}}}
 	urls := strings.Join(cfg.URLs(), ",")
+	// The client reports its end on a goroutine of its own, which may run before or after
+	// Connect sees the connection closed: report it once, whichever comes first.
+	var lostOnce sync.Once
+	giveUp := func(err error) {
+		if err == nil {
+			err = errors.New("closed by the client")
+		}
+		lostOnce.Do(func() {
+			log.Error().Err(err).Msg("nats connection closed for good")
+			lost(fmt.Errorf("%w: %w", ErrClosed, err))
+		})
+	}
 	if cfg.Embedded() {
 		s, err := startEmbedded(cfg)
 		if err != nil {
@@ -118,12 +131,7 @@ func Connect(ctx context.Context, cfg Config, lost func(cause error)) (*Conn, er
 			if c.closing.Load() {
 				return
 			}
-			err := nc.LastError()
-			if err == nil {
-				err = errors.New("closed by the client")
-			}
-			log.Error().Err(err).Msg("nats connection closed for good")
-			lost(fmt.Errorf("%w: %w", ErrClosed, err))
+			giveUp(nc.LastError())
 		}),
 	}
 	auth, err := cfg.AuthOptions()
@@ -144,6 +152,7 @@ func Connect(ctx context.Context, cfg Config, lost func(cause error)) (*Conn, er
 	for !nc.IsConnected() {
 		if nc.IsClosed() {
 			err := nc.LastError()
+			giveUp(err)
 			c.Close(ctx)
 			return nil, fmt.Errorf("connect to nats %s: %w", RedactURL(urls), err)
 		}
