@@ -61,7 +61,9 @@ check-deploy:
 
 ## cluster-up: start a cluster (etcd, kube-apiserver, kube-controller-manager, kube-scheduler,
 ## kwok with one simulated node) and nats-server in the background and print the export lines
-## that point kubectl, nats and the relay at them.
+## that point kubectl, nats and the relay at them. CLUSTER_FLAGS passes flags: -light (etcd and
+## kube-apiserver only), -nodes=N, and -clusters=2 for the fan-in of docs/operations.md ("Many
+## clusters"): two clusters, each with a leaf nats-server, and a hub with an aggregate stream.
 cluster-up: tools
 	@mkdir -p $(CLUSTER_DIR)
 	@if [ -f $(CLUSTER_DIR)/pid ] && kill -0 "$$(cat $(CLUSTER_DIR)/pid)" 2>/dev/null; then \

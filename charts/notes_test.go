@@ -111,6 +111,8 @@ func TestNotesSayWhatIsRelayedAndWhereInEachMode(t *testing.T) {
 			[]string{"relays the resources of its rules in all namespaces (ConfigMap "}},
 		{"credentials in the NATS URLs", []string{"nats.urls={nats://relay:s3cret@a:4222,tls://tok3n@b:4222}"},
 			[]string{"to nats://<redacted>@a:4222,tls://<redacted>@b:4222."}},
+		{"stream named after the cluster", []string{"relay.cluster=prod"},
+			[]string{"in the JetStream stream KUBE_prod.", `--stream "KUBE_prod"`}},
 		{"kubeconfig mode", []string{"kubeconfig.existingSecret=remote-cluster"},
 			[]string{"in all namespaces of the cluster of kubeconfig.existingSecret", "in the cluster of kubeconfig.existingSecret, relays", "kubectl --kubeconfig "}},
 	} {

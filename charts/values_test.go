@@ -191,7 +191,11 @@ func rangePoints(t *testing.T, r relayRange) (inside, outside []string) {
 		if err := errors.Join(err1, err2); err != nil {
 			t.Fatal(err)
 		}
-		return []string{r.min, r.max}, []string{strconv.FormatInt(lo.Value()-1, 10), strconv.FormatInt(hi.Value()+1, 10), "1.5", "64MB"}
+		inside = []string{r.min, r.max}
+		if r.zero {
+			inside = append(inside, "0")
+		}
+		return inside, []string{strconv.FormatInt(lo.Value()-1, 10), strconv.FormatInt(hi.Value()+1, 10), "1.5", "64MB"}
 	}
 	t.Fatalf("%s: unknown type %s in relay --help", r.name, r.typ)
 	return nil, nil
@@ -465,6 +469,11 @@ func TestChartRefusesValuesTheRelayRefusesOrIgnores(t *testing.T) {
 			bad:  []string{"relay.checkpointBucket=relay", "relay.indexBucket=relay"}, good: []string{"relay.checkpointBucket=relay", "relay.indexBucket=relay-index"},
 			want: "relay.indexBucket",
 		},
+		{
+			name: "index bucket that is the cluster's default checkpoint bucket",
+			bad:  []string{"relay.cluster=prod", "relay.indexBucket=kube-relay-checkpoints-prod"}, good: []string{"relay.cluster=prod", "relay.indexBucket=kube-relay-checkpoints-staging"},
+			want: "relay.indexBucket",
+		},
 		{name: "Lease name that is no name", bad: []string{"replicaCount=2", "leaderElection.leaseName=Relay"}, good: []string{"replicaCount=2", "leaderElection.leaseName=relay"}, want: "leaderElection.leaseName", badEnv: map[string]string{"RELAY_LEADER_ELECTION_LEASE": "Relay"}},
 		{name: "user key without password key", bad: append([]string{"nats.auth.userKey=user"}, secret...), good: append([]string{"nats.auth.userKey=user", "nats.auth.passwordKey=password"}, secret...), want: "nats.auth.userKey", badEnv: map[string]string{"RELAY_NATS_USER": "relay"}},
 		{name: "password key without user key", bad: append([]string{"nats.auth.passwordKey=password"}, secret...), good: append([]string{"nats.auth.userKey=user", "nats.auth.passwordKey=password"}, secret...), want: "nats.auth.passwordKey"},
@@ -474,6 +483,20 @@ func TestChartRefusesValuesTheRelayRefusesOrIgnores(t *testing.T) {
 		{name: "TLS Secret without a key", bad: tls, good: append([]string{"nats.tls.caKey=ca.crt"}, tls...), want: "nats.tls.existingSecret"},
 		{name: "TLS key without existingSecret", bad: []string{"nats.tls.caKey=ca.crt"}, good: append([]string{"nats.tls.caKey=ca.crt"}, tls...), want: "nats.tls.caKey"},
 		{name: "TLS certificate without its key", bad: append([]string{"nats.tls.certKey=tls.crt"}, tls...), good: append([]string{"nats.tls.certKey=tls.crt", "nats.tls.keyKey=tls.key"}, tls...), want: "nats.tls.certKey"},
+		{
+			name: "JetStream domain and API prefix",
+			bad:  []string{"nats.jetstream.domain=leaf", "nats.jetstream.apiPrefix=$JS.hub.API"}, good: []string{"nats.jetstream.domain=leaf"},
+			want: "nats.jetstream.apiPrefix", badEnv: map[string]string{"RELAY_JS_DOMAIN": "leaf", "RELAY_JS_API_PREFIX": "$JS.hub.API"},
+		},
+		{name: "JetStream domain of two tokens", bad: []string{"nats.jetstream.domain=leaf.prod"}, good: []string{"nats.jetstream.domain=leaf-prod"}, want: "nats.jetstream.domain", badEnv: map[string]string{"RELAY_JS_DOMAIN": "leaf.prod"}},
+		{name: "JetStream API prefix with a wildcard", bad: []string{"nats.jetstream.apiPrefix=$JS.*.API"}, good: []string{"nats.jetstream.apiPrefix=$JS.hub.API"}, want: "nats.jetstream.apiPrefix", badEnv: map[string]string{"RELAY_JS_API_PREFIX": "$JS.*.API"}},
+		{
+			name:  "JetStream API prefix with the embedded nats-server",
+			files: []string{"embedded.yaml"},
+			bad:   []string{"nats.jetstream.apiPrefix=$JS.hub.API"}, good: []string{"nats.jetstream.domain=dev"},
+			want: "nats.jetstream.apiPrefix",
+		},
+		{name: "inbox prefix ending in a dot", bad: []string{"nats.inboxPrefix=_INBOX_relay."}, good: []string{"nats.inboxPrefix=_INBOX_relay"}, want: "nats.inboxPrefix", badEnv: map[string]string{"RELAY_NATS_INBOX_PREFIX": "_INBOX_relay."}},
 		{name: "minAvailable and maxUnavailable", bad: []string{"podDisruptionBudget.minAvailable=1"}, good: []string{"podDisruptionBudget.minAvailable=1", "podDisruptionBudget.maxUnavailable=null"}, want: "podDisruptionBudget.minAvailable"},
 		{name: "neither minAvailable nor maxUnavailable", bad: []string{"podDisruptionBudget.maxUnavailable=null"}, good: []string{"podDisruptionBudget.maxUnavailable=null", "podDisruptionBudget.minAvailable=0"}, want: "podDisruptionBudget"},
 	} {

@@ -23,7 +23,11 @@ var runtimeVariables = []string{"GOMEMLIMIT"}
 
 // leftToTheRelay are relay variables the chart deliberately never sets (values.yaml says
 // why): RELAY_IDENTITY's default keeps the random suffix leader election relies on.
-var leftToTheRelay = []string{"RELAY_IDENTITY"}
+// The nats CLI's variables are the same settings as RELAY_NATS_* (which the chart sets) under
+// other names, and a context file, for people running the relay by hand; NATS_JWT, NATS_SEED
+// and NATS_SOCKS_PROXY it reads only to refuse them.
+var leftToTheRelay = []string{"RELAY_IDENTITY", "NATS_USER", "NATS_PASSWORD", "NATS_TOKEN", "NATS_CREDS", "NATS_NKEY",
+	"NATS_CA", "NATS_CERT", "NATS_KEY", "NATS_CONTEXT", "NATS_JWT", "NATS_SEED", "NATS_SOCKS_PROXY"}
 
 // relayVariables returns every environment variable the relay reads: the envconfig tags of
 // the struct fields in cmd/relay's non-test files.
@@ -99,7 +103,7 @@ func TestEveryRelayVariableIsInTheChart(t *testing.T) {
 		{[]string{"all.yaml"}, nil},
 		{[]string{"all.yaml"}, append(noUser, "nats.auth.tokenKey=token")},
 		{[]string{"all.yaml"}, append(noUser, "nats.auth.credsKey=creds")},
-		{[]string{"all.yaml"}, append(noUser, "nats.auth.nkeyKey=nkey")},
+		{[]string{"all.yaml"}, append(noUser, "nats.auth.nkeyKey=nkey", "nats.jetstream.domain=", "nats.jetstream.apiPrefix=$JS.hub.API")},
 		{[]string{"all.yaml", "embedded.yaml"}, []string{"replicaCount=1", "leaderElection.enabled=auto", "relay.streamReplicas=1",
 			// The embedded server refuses a credentials file and client TLS: external NATS only.
 			"nats.auth.credsKey=", "nats.tls.existingSecret=", "nats.tls.caKey=", "nats.tls.certKey=", "nats.tls.keyKey="}},

@@ -9,6 +9,11 @@
 // one silently rewinding the other. A write whose
 // acknowledgement was lost and that did land is recognised and adopted.
 //
+// The object index (Index) and the state mirror (Mirror) hand out records as messages that
+// the caller publishes; their subjects are the ones nats.go's KeyValue.Put writes through the
+// same JetStream context (its domain or API prefix, a mirrored bucket's origin), so that they
+// land in the bucket the context opened, also across leaf nodes.
+//
 // Not guaranteed: the store does not order resourceVersions; callers save only values they
 // have fully published, in increasing order.
 package checkpoint

@@ -37,16 +37,16 @@ type IndexConfig struct {
 // returns the exact object.
 type Index struct {
 	kv     jetstream.KeyValue
-	prefix string // subject prefix of the bucket's keys: "$KV.<bucket>."
+	prefix string // subject prefix of a write of the bucket's keys (kvPutPrefix)
 }
 
 // OpenIndex returns the index over the bucket, creating it when missing.
 func OpenIndex(ctx context.Context, js jetstream.JetStream, cfg IndexConfig) (*Index, error) {
-	kv, err := openTTLBucket(ctx, js, cfg.Bucket, "kube-nats-relay object index: uid and resourceVersion last published per object", cfg.Replicas)
+	kv, prefix, err := openTTLBucket(ctx, js, cfg.Bucket, "kube-nats-relay object index: uid and resourceVersion last published per object", cfg.Replicas, nil)
 	if err != nil {
 		return nil, err
 	}
-	return &Index{kv: kv, prefix: "$KV." + cfg.Bucket + "."}, nil
+	return &Index{kv: kv, prefix: prefix}, nil
 }
 
 // Load calls fn for every object recorded under source.
@@ -135,8 +135,9 @@ func decodeEntry(key string, value []byte) (object, uid, rv string, err error) {
 
 // openTTLBucket opens the one-value-per-key bucket, creating it when missing, with
 // per-message TTLs so that the markers of purged keys expire (purgeMarkerTTL) instead of one
-// marker per removed object staying forever.
-func openTTLBucket(ctx context.Context, js jetstream.JetStream, bucket, description string, replicas int) (jetstream.KeyValue, error) {
+// marker per removed object staying forever. It also returns the subject prefix the bucket's
+// keys are written under through js (kvPutPrefix).
+func openTTLBucket(ctx context.Context, js jetstream.JetStream, bucket, description string, replicas int, metadata map[string]string) (jetstream.KeyValue, string, error) {
 	kv, err := js.KeyValue(ctx, bucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
@@ -146,22 +147,27 @@ func openTTLBucket(ctx context.Context, js jetstream.JetStream, bucket, descript
 			Replicas:       max(replicas, 1),
 			History:        1,
 			LimitMarkerTTL: purgeMarkerTTL,
+			Metadata:       metadata,
 		})
 	}
 	if err != nil {
-		return nil, fmt.Errorf("open bucket %s: %w", bucket, err)
+		return nil, "", fmt.Errorf("open bucket %s: %w", bucket, err)
 	}
 	status, err := kv.Status(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("open bucket %s: %w", bucket, err)
+		return nil, "", fmt.Errorf("open bucket %s: %w", bucket, err)
 	}
-	if s, ok := status.(*jetstream.KeyValueBucketStatus); ok && !s.StreamInfo().Config.AllowMsgTTL {
-		return nil, fmt.Errorf("%w: bucket %s exists without per-message TTL (create it with a limit marker TTL, nats-server 2.11 or later)", ErrBucketUnusable, bucket)
+	s, ok := status.(*jetstream.KeyValueBucketStatus)
+	if !ok {
+		return nil, "", fmt.Errorf("open bucket %s: status of type %T lacks the bucket's stream", bucket, status)
+	}
+	if !s.StreamInfo().Config.AllowMsgTTL {
+		return nil, "", fmt.Errorf("%w: bucket %s exists without per-message TTL (create it with a limit marker TTL, nats-server 2.11 or later)", ErrBucketUnusable, bucket)
 	}
 	if err := checkLimits(ctx, kv, bucket, smallestRecord(), true); err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	return kv, nil
+	return kv, kvPutPrefix(js.Options(), s.StreamInfo().Config), nil
 }
 
 // purgeMsg returns the message that purges subject's key, leaving a marker that expires.

@@ -24,7 +24,9 @@
 //
 // Decode does not parse the body. DecodeObject[T] does, into any type the object's JSON
 // decodes into: a typed API object (*corev1.Pod), a CRD's Go type, *unstructured.Unstructured
-// or a map. It does not check that T fits the event's kind: filter on the resource first.
+// or a map. It checks that T fits the event's kind (KindOf): a type of another kind fails
+// with ErrKindMismatch. DecodeOld[T] decodes the previous state the same way, and
+// DecodeJSON[T] any JSON without a kind check.
 // Numbers are decoded as Kubernetes decodes them (integers stay int64 in maps and
 // unstructured objects) and field names are case-sensitive. An event without a body (omitted
 // for size, or read by a headers-only consumer) yields ErrNoObject. For a delete with
@@ -32,18 +34,50 @@
 //
 // # Selecting
 //
-// Subjects are filtered with event.Filter. ResourceFilter starts one from a GroupResource,
-// where an empty group means the core group (in a Filter literal it means any group), and
-// Subjects validates filters and returns their subject strings.
+// Subjects are filtered with event.Filter. ResourceFilter starts one from a GroupResource.
+// An empty group is the core group there, in a Filter literal, in event.MirrorFilter and in
+// event.MirrorKey alike (Filter.AnyGroup selects every group), and the group "core" is
+// refused with a message saying so. Subjects validates filters and returns their subject strings, leaving out a filter that
+// repeats or is contained in another and refusing two that overlap otherwise
+// (ErrOverlappingFilters), as a JetStream consumer would. SubjectsAcross applies filters to
+// a list of clusters.
+//
+// # Many clusters
+//
+// Each relay writes its cluster's events to its own stream (event.DefaultStream). A
+// JetStream consumer reads one stream, so a service that wants several clusters' events
+// reads an aggregate stream that sources theirs, typically on the hub of a fan-in topology
+// where each cluster's NATS servers are leaf nodes in their own JetStream domain.
+// EnsureAggregate creates it (or adds missing sources to it) and refuses a stream that is not
+// an aggregate of those sources (ErrNotAggregate). Durable and the decoding functions work
+// on it unchanged; BootstrapAcross reads a cluster's state mirror in its domain and the
+// position to follow from in the aggregate. In the aggregate an event keeps its subject,
+// headers and id, so the cluster token, the k8s-cluster header and ce-source tell the
+// clusters apart, but its sequence is the aggregate's own. Order holds per object, not
+// across clusters. The aggregate's duplicate window drops a repeat its cluster's stream
+// stored; ids include the cluster, so it never drops one cluster's event for another's.
 //
 // # Durable consumers
 //
 // Durable creates a durable pull consumer with explicit acks that delivers the whole stream
-// (or, with DeliverNew or DeliverFrom, only what is stored from then on), or binds the
-// existing consumer of that name. Its position survives the service's restarts: every
-// message not acknowledged is delivered again, after the consumer's AckWait. Binding an
-// existing consumer keeps its settings and position; it fails with ErrConsumerConflict when
-// the consumer's filters differ from the ones asked for or it does not use explicit acks.
+// (or, with DeliverNew, DeliverFrom or DeliverFromSequence, only what is stored from then on),
+// or binds the existing consumer of that name, and says which (DurableConsumer.Created). Its
+// position survives the service's restarts: every message not acknowledged is delivered
+// again, after the consumer's AckWait. An existing consumer is bound only if its filters, ack
+// policy and every setting given as an option match; otherwise Durable fails with
+// ErrConsumerConflict naming each difference, or, with UpdateExisting, changes the filters,
+// AckWait and MaxAckPending (never the start position) and keeps the position.
+//
+// # Starting late: the state mirror
+//
+// Bootstrap reads the relay's state mirror (RELAY_MIRROR_RESOURCES) and the stream position
+// to follow it from (Snapshot.NextSequence): every change not in the snapshot has its event
+// at or after that position. Filter the mirror keys and the subjects on the same resources.
+// A service that keeps its state durably bootstraps once, on its first start, and then binds
+// its durable consumer (DeliverFromSequence with the same sequence) on every restart; a
+// service that keeps its state in memory bootstraps on every start and follows with an
+// ordered consumer. docs/events.md ("The lifecycle of a consumer") says why, and how to
+// consume several resources; the package examples show each path.
 //
 // # What consumers must still do
 //
@@ -55,6 +89,20 @@
 // before. Per-object order holds in stream order; a durable consumer with MaxAckPending(1), or
 // an ordered consumer, keeps it across redeliveries.
 //
-// The package does not acknowledge messages, retry work or keep state: that is the service's
-// part (examples/consumer shows one way).
+// # Handling each event once
+//
+// CompareResourceVersions compares two resourceVersions of one resource as integers, and
+// fails (ErrInvalidResourceVersion) on a value that is not one. A Tracker applies the rule
+// above per object: Check says whether an event is newer than the change last applied to
+// its object (an inferred delete with the same resourceVersion counts as newer; a copy of
+// an earlier change of a deleted object does not, for the tombstone's TTL), and Record
+// stores it once the work is done, in a TrackerStore (MemoryStore by default, KVStore in a
+// JetStream key-value bucket, or a store of the service's own). Handler adapts a func(ctx, Event) error to a
+// jetstream.MessageHandler: it terminates what is not a relay event, skips and acknowledges
+// what the tracker does not apply, acknowledges on nil, naks with a delay on an error and
+// signals InProgress while the work runs.
+//
+// The tracker records after the work, so a crash in between repeats that work once: to do
+// it exactly once, record the work and the change together and rebuild the tracker from
+// that record (examples/consumer shows one way).
 package consumer

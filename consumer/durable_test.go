@@ -3,7 +3,10 @@ package consumer_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -69,8 +72,8 @@ func TestDurableResumesWhereItStopped(t *testing.T) {
 	}
 
 	cons, err := consumer.Durable(ctx, js, stream, "resume", filters)
-	if err != nil {
-		t.Fatalf("Durable: got error %v, want nil", err)
+	if err != nil || !cons.Created {
+		t.Fatalf("Durable: got created %v error %v, want created", cons.Created, err)
 	}
 	cfg := cons.CachedInfo().Config
 	if cfg.Durable != "resume" || cfg.AckPolicy != jetstream.AckExplicitPolicy || cfg.DeliverPolicy != jetstream.DeliverAllPolicy || cfg.FilterSubject != filters[0] {
@@ -89,8 +92,8 @@ func TestDurableResumesWhereItStopped(t *testing.T) {
 
 	// A restarted service binds the same consumer and goes on after what it acknowledged.
 	again, err := consumer.Durable(ctx, js, stream, "resume", filters)
-	if err != nil {
-		t.Fatalf("Durable again: got error %v, want nil", err)
+	if err != nil || again.Created {
+		t.Fatalf("Durable again: got created %v error %v, want bound", again.Created, err)
 	}
 	publish(t, js, objectMeta(cluster, "configmaps", "ConfigMap", 5))
 	rest, _ := fetch(t, again, 10, true)
@@ -161,11 +164,11 @@ func TestDurableStartPositions(t *testing.T) {
 	}
 }
 
-func TestDurableBindsOrRefuses(t *testing.T) {
+func TestDurableBindsOnlyWhatWasAskedFor(t *testing.T) {
 	ctx := context.Background()
 	js := jsClient(t)
 	stream, cluster := testStream(t, js)
-	publish(t, js, objectMeta(cluster, "configmaps", "ConfigMap", 0))
+	seq := publish(t, js, objectMeta(cluster, "configmaps", "ConfigMap", 0))
 	cms, err := consumer.Subjects(consumer.ResourceFilter("kube", cluster, schema.GroupResource{Resource: "configmaps"}))
 	if err != nil {
 		t.Fatal(err)
@@ -174,12 +177,20 @@ func TestDurableBindsOrRefuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := consumer.Durable(ctx, js, stream, "svc", cms); err != nil {
-		t.Fatalf("Durable: got error %v, want nil", err)
+	svc, err := consumer.Durable(ctx, js, stream, "svc", cms, consumer.AckWait(time.Minute), consumer.MaxAckPending(5))
+	if err != nil || !svc.Created || svc.Updated {
+		t.Fatalf("Durable: got created %v updated %v error %v, want created", svc.Created, svc.Updated, err)
 	}
 	both := []string{cms[0], secrets[0]}
 	if _, err := consumer.Durable(ctx, js, stream, "pair", both); err != nil {
 		t.Fatalf("Durable with two filters: got error %v, want nil", err)
+	}
+	if _, err := consumer.Durable(ctx, js, stream, "fromseq", cms, consumer.DeliverFromSequence(seq)); err != nil {
+		t.Fatalf("Durable from a sequence: got error %v, want nil", err)
+	}
+	from := time.Now()
+	if _, err := consumer.Durable(ctx, js, stream, "fromtime", cms, consumer.DeliverFrom(from)); err != nil {
+		t.Fatalf("Durable from a time: got error %v, want nil", err)
 	}
 	if _, err := js.CreateConsumer(ctx, stream, jetstream.ConsumerConfig{Durable: "noack", AckPolicy: jetstream.AckNonePolicy}); err != nil {
 		t.Fatal(err)
@@ -190,32 +201,108 @@ func TestDurableBindsOrRefuses(t *testing.T) {
 		consumer string
 		filters  []string
 		opts     []consumer.DurableOption
-		conflict bool
+		conflict []string // what the error names; none: bound
 	}{
-		{name: "same filters, other start position", consumer: "svc", filters: cms, opts: []consumer.DurableOption{consumer.DeliverNew()}},
-		{name: "same filters, other settings", consumer: "svc", filters: cms, opts: []consumer.DurableOption{consumer.MaxAckPending(7), consumer.AckWait(time.Minute)}},
-		{name: "same filters in another order", consumer: "pair", filters: []string{secrets[0], cms[0]}},
-		{name: "other filters", consumer: "svc", filters: secrets, conflict: true},
-		{name: "a filter more", consumer: "svc", filters: both, conflict: true},
-		{name: "no ack", consumer: "noack", conflict: true},
+		{name: "no options binds as it is", consumer: "svc", filters: cms},
+		{name: "the same options bind", consumer: "svc", filters: cms, opts: []consumer.DurableOption{consumer.MaxAckPending(5), consumer.AckWait(time.Minute)}},
+		{name: "the same start sequence binds", consumer: "fromseq", filters: cms, opts: []consumer.DurableOption{consumer.DeliverFromSequence(seq)}},
+		{name: "the same start time binds", consumer: "fromtime", filters: cms, opts: []consumer.DurableOption{consumer.DeliverFrom(from)}},
+		{name: "another start time conflicts", consumer: "fromtime", filters: cms, opts: []consumer.DurableOption{consumer.DeliverFrom(from.Add(time.Millisecond))},
+			conflict: []string{"start position from " + from.UTC().Format(time.RFC3339Nano)}},
+		{name: "the same filters in another order bind", consumer: "pair", filters: []string{secrets[0], cms[0]}},
+		{name: "another start position conflicts", consumer: "svc", filters: cms, opts: []consumer.DurableOption{consumer.DeliverNew()},
+			conflict: []string{"start position all, want new", "delete the consumer"}},
+		{name: "another start sequence conflicts", consumer: "fromseq", filters: cms, opts: []consumer.DurableOption{consumer.DeliverFromSequence(seq + 1)},
+			conflict: []string{fmt.Sprintf("start position from sequence %d, want from sequence %d", seq, seq+1)}},
+		{name: "another ack wait and max ack pending conflict", consumer: "svc", filters: cms, opts: []consumer.DurableOption{consumer.MaxAckPending(50), consumer.AckWait(time.Second)},
+			conflict: []string{"ack wait 1m0s, want 1s", "max ack pending 5, want 50", "UpdateExisting"}},
+		{name: "other filters conflict", consumer: "svc", filters: secrets, conflict: []string{"filters"}},
+		{name: "a filter more conflicts", consumer: "svc", filters: both, conflict: []string{"filters"}},
+		{name: "no filter conflicts with one", consumer: "svc", conflict: []string{"filters"}},
+		{name: "no ack conflicts", consumer: "noack", conflict: []string{"ack policy AckNone, want AckExplicit"}},
+		{name: "no ack conflicts even with UpdateExisting", consumer: "noack", opts: []consumer.DurableOption{consumer.UpdateExisting()}, conflict: []string{"ack policy"}},
+		{name: "another start position conflicts even with UpdateExisting", consumer: "svc", filters: cms,
+			opts: []consumer.DurableOption{consumer.DeliverNew(), consumer.AckWait(time.Second), consumer.UpdateExisting()}, conflict: []string{"start position", "ack wait"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			before, err := js.Consumer(ctx, stream, tt.consumer)
+			if err != nil {
+				t.Fatal(err)
+			}
 			cons, err := consumer.Durable(ctx, js, stream, tt.consumer, tt.filters, tt.opts...)
-			if tt.conflict {
+			if len(tt.conflict) > 0 {
 				if !errors.Is(err, consumer.ErrConsumerConflict) {
 					t.Fatalf("Durable: got error %v, want ErrConsumerConflict", err)
 				}
-				return
+				for _, want := range tt.conflict {
+					if !strings.Contains(err.Error(), want) {
+						t.Errorf("Durable: got error %q, want it to say %q", err, want)
+					}
+				}
+			} else if err != nil || cons.Created || cons.Updated {
+				t.Fatalf("Durable: got created %v updated %v error %v, want bound", cons.Created, cons.Updated, err)
 			}
+			// Binding or refusing changes nothing on the server.
+			after, err := js.Consumer(ctx, stream, tt.consumer)
 			if err != nil {
-				t.Fatalf("Durable: got error %v, want nil (bind the existing consumer)", err)
+				t.Fatal(err)
 			}
-			// The existing consumer keeps its settings.
-			if cfg := cons.CachedInfo().Config; cfg.DeliverPolicy != jetstream.DeliverAllPolicy || cfg.MaxAckPending == 7 {
-				t.Errorf("bound consumer: got deliver %s, max ack pending %d, want its own settings (all, server default)", cfg.DeliverPolicy, cfg.MaxAckPending)
+			if b, a := before.CachedInfo().Config, after.CachedInfo().Config; !reflect.DeepEqual(a, b) {
+				t.Errorf("consumer config: got %+v, want it unchanged %+v", a, b)
 			}
 		})
+	}
+}
+
+func TestDurableUpdateExistingChangesWhatTheServerCan(t *testing.T) {
+	ctx := context.Background()
+	js := jsClient(t)
+	stream, cluster := testStream(t, js)
+	for i := range 3 {
+		publish(t, js, objectMeta(cluster, "configmaps", "ConfigMap", i))
+		publish(t, js, objectMeta(cluster, "secrets", "Secret", i))
+	}
+	cms, err := consumer.Subjects(consumer.ResourceFilter("kube", cluster, schema.GroupResource{Resource: "configmaps"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	secrets, err := consumer.Subjects(consumer.ResourceFilter("kube", cluster, schema.GroupResource{Resource: "secrets"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cons, err := consumer.Durable(ctx, js, stream, "svc", cms, consumer.MaxAckPending(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := fetch(t, cons, 2, true); !slices.Equal(names(got), []string{"configmaps-0", "configmaps-1"}) {
+		t.Fatalf("first fetch: got %q, want configmaps-0, configmaps-1", names(got))
+	}
+
+	both := []string{cms[0], secrets[0]}
+	updated, err := consumer.Durable(ctx, js, stream, "svc", both,
+		consumer.MaxAckPending(50), consumer.AckWait(time.Minute), consumer.UpdateExisting())
+	if err != nil || updated.Created || !updated.Updated {
+		t.Fatalf("Durable with UpdateExisting: got created %v updated %v error %v, want updated", updated.Created, updated.Updated, err)
+	}
+	info, err := updated.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg := info.Config; cfg.MaxAckPending != 50 || cfg.AckWait != time.Minute || !slices.Equal(cfg.FilterSubjects, both) {
+		t.Errorf("updated config: got max ack pending %d, ack wait %s, filters %q, want 50, 1m, %q", cfg.MaxAckPending, cfg.AckWait, cfg.FilterSubjects, both)
+	}
+	// It keeps its position in the stream: the next events are the ones stored after what
+	// was acknowledged (configmaps-1), now of both resources; secrets-0 came before.
+	got, _ := fetch(t, updated, 10, true)
+	if want := []string{"secrets-1", "configmaps-2", "secrets-2"}; !slices.Equal(names(got), want) {
+		t.Errorf("after the update: got %q, want %q", names(got), want)
+	}
+
+	// Asking again for what it now is binds it without updating.
+	again, err := consumer.Durable(ctx, js, stream, "svc", both, consumer.MaxAckPending(50), consumer.UpdateExisting())
+	if err != nil || again.Created || again.Updated {
+		t.Errorf("Durable again: got created %v updated %v error %v, want bound", again.Created, again.Updated, err)
 	}
 }
 

@@ -12,7 +12,23 @@ var (
 	// ErrNoObject reports an event without a body to decode: the relay left it out (see
 	// Event.BodyOmitted) or the consumer asked for headers only.
 	ErrNoObject = errors.New("event has no object")
-	// ErrConsumerConflict reports an existing durable consumer whose filters or ack policy
-	// differ from the ones asked for.
+	// ErrKindMismatch reports a Go type that is not the type of the object's kind: a
+	// ConfigMap decoded as a *appsv1.Deployment (see KindOf).
+	ErrKindMismatch = errors.New("type does not fit the object's kind")
+	// ErrNotMirrored reports a state mirror key filter that names no resource the mirror
+	// holds: the resource is not mirrored, or the filter is misspelled (see Bootstrap).
+	ErrNotMirrored = errors.New("no mirrored resource matches")
+	// ErrConsumerConflict reports an existing durable consumer whose filters, ack policy,
+	// start position, AckWait or MaxAckPending differ from the ones asked for.
 	ErrConsumerConflict = errors.New("durable consumer exists with other settings")
+	// ErrOverlappingFilters reports two subject filters that select some of the same events
+	// while neither selects all of the other's: a JetStream consumer refuses such filters.
+	ErrOverlappingFilters = errors.New("subject filters overlap")
+	// ErrNotAggregate reports an existing stream that cannot be the aggregate asked for: it
+	// captures subjects of its own, mirrors a stream, is sealed, or sources one of the
+	// clusters' streams in another way.
+	ErrNotAggregate = errors.New("stream is not an aggregate of those sources")
+	// ErrInvalidResourceVersion reports a resourceVersion that is not a decimal integer, so
+	// that it cannot be compared with another.
+	ErrInvalidResourceVersion = errors.New("invalid resourceVersion")
 )

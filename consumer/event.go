@@ -113,7 +113,7 @@ func DecodeRaw(msg *jetstream.RawStreamMsg) (Event, error) {
 func decode(subject string, h nats.Header, data []byte) (Event, error) {
 	m, err := event.MetaFromHeader(h)
 	if err != nil {
-		return Event{}, fmt.Errorf("decode event on %q: %w: %w", subject, ErrInvalidEvent, err)
+		return Event{}, headerError(subject, h, err)
 	}
 	prefix, err := subjectPrefix(subject, m)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"log"
 	"os"
 	"os/signal"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -75,7 +76,8 @@ func ExampleDurable() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	cons, err := consumer.Durable(ctx, js, "KUBE", "deploywatch", filters)
+	// The relay's default stream for cluster prod: KUBE_prod.
+	cons, err := consumer.Durable(ctx, js, event.DefaultStream("prod"), "deploywatch", filters)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -107,4 +109,62 @@ func ExampleDurable() {
 	}
 	defer cc.Stop()
 	<-ctx.Done()
+}
+
+func ExampleSubjectsAcross() {
+	// Deployment deletes and every ConfigMap event of clusters east and west, for a consumer
+	// of an aggregate stream that holds more clusters.
+	deletes := consumer.ResourceFilter("kube", "", schema.GroupResource{Group: "apps", Resource: "deployments"})
+	deletes.Type = event.Deleted
+	configMaps := consumer.ResourceFilter("kube", "", schema.GroupResource{Resource: "configmaps"})
+	subjects, err := consumer.SubjectsAcross([]string{"east", "west"}, deletes, configMaps)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, s := range subjects {
+		fmt.Println(s)
+	}
+	// Output:
+	// kube.east.apps.*.deployments.*.*.deleted
+	// kube.west.apps.*.deployments.*.*.deleted
+	// kube.east.core.*.configmaps.*.*.*
+	// kube.west.core.*.configmaps.*.*.*
+}
+
+// On the hub of a fan-in topology, one stream with the events of clusters east and west, each
+// relay publishing to its own leaf node in the JetStream domain named after its cluster; then
+// a durable consumer of west's ConfigMap events.
+func ExampleEnsureAggregate() {
+	ctx := context.Background()
+	nc, err := nats.Connect(os.Getenv("NATS_URL")) // the hub
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		log.Fatal(err)
+	}
+	_, err = consumer.EnsureAggregate(ctx, js, consumer.Aggregate{
+		Name: "KUBE_ALL",
+		Sources: []consumer.ClusterStream{
+			{Cluster: "east", Domain: "east"}, // stream KUBE_east, the relay's default
+			{Cluster: "west", Domain: "west"},
+		},
+		MaxAge: 7 * 24 * time.Hour,
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	subjects, err := consumer.SubjectsAcross([]string{"west"},
+		consumer.ResourceFilter("kube", "", schema.GroupResource{Resource: "configmaps"}))
+	if err != nil {
+		log.Fatal(err)
+	}
+	cons, err := consumer.Durable(ctx, js, "KUBE_ALL", "west-configmaps", subjects)
+	if err != nil {
+		log.Fatal(err)
+	}
+	_ = cons // consume as in the Durable example; e.Cluster says whose event it is
 }

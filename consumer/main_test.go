@@ -8,6 +8,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/kube-nats-relay/kube-nats-relay/event"
 	"github.com/kube-nats-relay/kube-nats-relay/internal/relaytest"
@@ -59,4 +60,31 @@ func publish(t *testing.T, js jetstream.JetStream, m event.Meta) uint64 {
 		t.Fatalf("publish %s: %v", m.Name, err)
 	}
 	return ack.Sequence
+}
+
+// mirroringRelay is a relay of the test bed over resources in a namespace of the test's own,
+// mirroring some of them into the bucket <name>-mirror.
+type mirroringRelay struct {
+	name string
+	cs   kubernetes.Interface
+	vars map[string]string
+	js   jetstream.JetStream
+	*relaytest.Process
+}
+
+// startMirroringRelay starts the relay over resources (as RELAY_RESOURCES) mirroring mirrored
+// (as RELAY_MIRROR_RESOURCES) and waits until it watches each of the n resources.
+func startMirroringRelay(t *testing.T, resources, mirrored string, n int) mirroringRelay {
+	t.Helper()
+	m := mirroringRelay{name: relaytest.Name(t), cs: bed.Kube(t)}
+	relaytest.CreateNamespace(t, m.cs, m.name)
+	m.vars = bed.Vars(m.name)
+	m.vars["RELAY_RESOURCES"] = resources
+	m.vars["RELAY_NAMESPACES"] = m.name
+	m.vars["RELAY_MIRROR_RESOURCES"] = mirrored
+	m.vars["RELAY_MIRROR_BUCKET"] = m.name + "-mirror"
+	m.Process = bed.Start(t, m.vars)
+	m.js = jsClient(t)
+	m.WaitWatching(t, m.js, m.name, n)
+	return m
 }

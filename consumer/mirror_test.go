@@ -2,23 +2,25 @@ package consumer_test
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kube-nats-relay/kube-nats-relay/consumer"
 	"github.com/kube-nats-relay/kube-nats-relay/event"
-	"github.com/kube-nats-relay/kube-nats-relay/internal/relaytest"
 )
 
 type state struct{ uid, rv string }
@@ -61,25 +63,20 @@ func live(t *testing.T, cs kubernetes.Interface, ns string) map[string]state {
 	return out
 }
 
-func newer(a, b string) bool {
-	x, _ := strconv.ParseUint(a, 10, 64)
-	y, _ := strconv.ParseUint(b, 10, 64)
-	return x > y
+// newer reports whether resourceVersion a is newer than b, by the package's own rule.
+func newer(t *testing.T, a, b string) bool {
+	t.Helper()
+	c, err := consumer.CompareResourceVersions(a, b)
+	if err != nil {
+		t.Errorf("compare resourceVersions: %v", err)
+	}
+	return c > 0
 }
 
 func TestBootstrapFromTheMirrorThenFollowTheStream(t *testing.T) {
 	ctx := context.Background()
-	name := relaytest.Name(t)
-	cs := bed.Kube(t)
-	relaytest.CreateNamespace(t, cs, name)
-	vars := bed.Vars(name)
-	vars["RELAY_RESOURCES"] = "configmaps"
-	vars["RELAY_NAMESPACES"] = name
-	vars["RELAY_MIRROR_RESOURCES"] = "configmaps"
-	vars["RELAY_MIRROR_BUCKET"] = name + "-mirror"
-	p := bed.Start(t, vars)
-	js := jsClient(t)
-	p.WaitWatching(t, js, name, 1)
+	p := startMirroringRelay(t, "configmaps", "configmaps", 1)
+	name, cs, vars, js := p.name, p.cs, p.vars, p.js
 	rng := rand.New(rand.NewPCG(1, 2))
 	churn(t, cs, name, rng, 1000, 150)
 
@@ -89,19 +86,32 @@ func TestBootstrapFromTheMirrorThenFollowTheStream(t *testing.T) {
 		defer close(done)
 		churn(t, cs, name, rng, 300, 150)
 	}()
-	snap, err := consumer.Bootstrap(ctx, js, vars["RELAY_MIRROR_BUCKET"], vars["RELAY_STREAM"], event.MirrorFilter(name, "core", "configmaps", name))
+	snap, err := consumer.Bootstrap(ctx, js, vars["RELAY_MIRROR_BUCKET"], vars["RELAY_STREAM"], mustMirrorFilter(t, name, schema.GroupResource{Resource: "configmaps"}, name))
 	if err != nil {
 		t.Fatal(err)
 	}
 	have := map[string]state{}
-	for key, v := range snap.Objects {
-		var obj struct {
-			Metadata struct{ Name, UID, ResourceVersion string } `json:"metadata"`
+	for _, e := range snap.Entries {
+		if e.Namespace != name || e.Kind != "ConfigMap" || e.APIVersion != "v1" || e.StateOmitted {
+			t.Errorf("entry %s: got %s %s in %q, state omitted %v, want a v1 ConfigMap in %q with its state", e.Key, e.APIVersion, e.Kind, e.Namespace, e.StateOmitted, name)
 		}
-		if err := json.Unmarshal(v, &obj); err != nil {
-			t.Fatalf("mirror %s: %v", key, err)
+		have[e.Name] = state{e.UID, e.ResourceVersion}
+	}
+	// The typed objects are the entries, decoded.
+	cms, err := consumer.Objects[*corev1.ConfigMap](snap)
+	if err != nil {
+		t.Fatalf("Objects[*corev1.ConfigMap]: %v", err)
+	}
+	if len(cms) != len(snap.Entries) {
+		t.Fatalf("Objects: got %d, want %d, one per entry", len(cms), len(snap.Entries))
+	}
+	for i, cm := range cms {
+		if e := snap.Entries[i]; cm.Name != e.Name || string(cm.UID) != e.UID || cm.ResourceVersion != e.ResourceVersion {
+			t.Errorf("Objects[%d]: got %s uid %s rv %s, want the entry's %s uid %s rv %s", i, cm.Name, cm.UID, cm.ResourceVersion, e.Name, e.UID, e.ResourceVersion)
 		}
-		have[obj.Metadata.Name] = state{obj.Metadata.UID, obj.Metadata.ResourceVersion}
+	}
+	if _, err := consumer.Objects[*appsv1.Deployment](snap); len(snap.Entries) > 0 && !errors.Is(err, consumer.ErrKindMismatch) {
+		t.Errorf("Objects[*appsv1.Deployment] of ConfigMaps: got error %v, want ErrKindMismatch", err)
 	}
 	t.Logf("bootstrapped %d objects; following from sequence %d", len(have), snap.NextSequence)
 
@@ -118,7 +128,7 @@ func TestBootstrapFromTheMirrorThenFollowTheStream(t *testing.T) {
 			if ok && cur.uid == ev.UID {
 				delete(have, ev.Name)
 			}
-		case ok && cur.uid == ev.UID && !newer(ev.ResourceVersion, cur.rv):
+		case ok && cur.uid == ev.UID && !newer(t, ev.ResourceVersion, cur.rv):
 			// already in the snapshot
 		default:
 			have[ev.Name] = state{ev.UID, ev.ResourceVersion}
@@ -175,4 +185,96 @@ func diffStates(have, want map[string]state) string {
 		out = out[:10]
 	}
 	return fmt.Sprint(out)
+}
+
+func TestBootstrapFailsForAResourceNotMirrored(t *testing.T) {
+	ctx := context.Background()
+	p := startMirroringRelay(t, "configmaps,secrets", "configmaps", 2)
+	name, cs, vars, js := p.name, p.cs, p.vars, p.js
+	bucket, stream := vars["RELAY_MIRROR_BUCKET"], vars["RELAY_STREAM"]
+
+	// Before any object: the bucket lists ConfigMaps as mirrored, so their snapshot is
+	// empty, while Secrets, relayed but not mirrored, fail.
+	if snap, err := consumer.Bootstrap(ctx, js, bucket, stream, mustMirrorFilter(t, name, schema.GroupResource{Resource: "configmaps"}, "")); err != nil || len(snap.Entries) != 0 {
+		t.Errorf("Bootstrap of a mirrored resource without objects: got %d entries, error %v, want none and no error", len(snap.Entries), err)
+	}
+	if _, err := consumer.Bootstrap(ctx, js, bucket, stream, mustMirrorFilter(t, name, schema.GroupResource{Resource: "secrets"}, "")); !errors.Is(err, consumer.ErrNotMirrored) {
+		t.Errorf("Bootstrap of a resource not mirrored, mirror without objects: got error %v, want ErrNotMirrored", err)
+	}
+	if _, err := cs.CoreV1().ConfigMaps(name).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "a"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CoreV1().Secrets(name).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var snap consumer.Snapshot
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		var err error
+		snap, err = consumer.Bootstrap(ctx, js, bucket, stream, mustMirrorFilter(t, name, schema.GroupResource{Resource: "configmaps"}, ""))
+		return err == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("ConfigMap a never reached the mirror: %v", err)
+	}
+	if len(snap.Entries) != 1 || snap.Entries[0].Name != "a" {
+		t.Fatalf("Bootstrap: got %+v, want the one entry of ConfigMap a", snap.Entries)
+	}
+	// The Secret's event is in the stream, so the Secret has surely passed the relay.
+	waitForEvent(t, js, stream, event.Filter{Prefix: "kube", Cluster: name, Resource: "secrets"})
+
+	mirrored := name + " (core.configmaps)" // how the error names what the bucket mirrors
+	tests := []struct {
+		name    string
+		filters []string
+		err     error
+		names   string // what the error names, if it is one
+	}{
+		{name: "mirrored resource", filters: []string{mustMirrorFilter(t, name, schema.GroupResource{Resource: "configmaps"}, "")}},
+		{name: "mirrored resource, namespace without objects", filters: []string{mustMirrorFilter(t, name, schema.GroupResource{Resource: "configmaps"}, "elsewhere")}},
+		{name: "every key", filters: nil},
+		{name: "relayed but not mirrored", filters: []string{mustMirrorFilter(t, name, schema.GroupResource{Resource: "secrets"}, "")}, err: consumer.ErrNotMirrored, names: mirrored},
+		{name: "misspelled resource", filters: []string{mustMirrorFilter(t, name, schema.GroupResource{Resource: "configmap"}, name)}, err: consumer.ErrNotMirrored, names: mirrored},
+		{name: "other cluster", filters: []string{mustMirrorFilter(t, "elsewhere", schema.GroupResource{Resource: "configmaps"}, "")}, err: consumer.ErrNotMirrored, names: mirrored},
+		{name: "one filter of two matches nothing", filters: []string{mustMirrorFilter(t, name, schema.GroupResource{Resource: "configmaps"}, ""), mustMirrorFilter(t, name, schema.GroupResource{Group: "apps", Resource: "deployments"}, "")}, err: consumer.ErrNotMirrored, names: mirrored},
+		{name: "not a mirror key", filters: []string{name + ".core.configmaps"}, err: consumer.ErrNotMirrored, names: "<cluster>.<group>.<resource>.<namespace>.<name>"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := consumer.Bootstrap(ctx, js, bucket, stream, tt.filters...)
+			if !errors.Is(err, tt.err) || (tt.err == nil) != (err == nil) {
+				t.Fatalf("Bootstrap(%q): got error %v, want %v", tt.filters, err, tt.err)
+			}
+			if err != nil && !strings.Contains(err.Error(), tt.names) {
+				t.Errorf("Bootstrap(%q): got error %q, want it to name %s", tt.filters, err, tt.names)
+			}
+		})
+	}
+	p.Stop(t)
+}
+
+// waitForEvent waits until stream holds an event matching f.
+func waitForEvent(t *testing.T, js jetstream.JetStream, stream string, f event.Filter) {
+	t.Helper()
+	ctx := context.Background()
+	s, err := js.Stream(ctx, stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := s.GetLastMsgForSubject(ctx, f.String())
+		return err == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("no event on %s: %v", f.String(), err)
+	}
+}
+
+// mustMirrorFilter is event.MirrorFilter for a selection the test knows to be valid.
+func mustMirrorFilter(t testing.TB, cluster string, gr schema.GroupResource, namespace string) string {
+	t.Helper()
+	f, err := event.MirrorFilter(cluster, gr, namespace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
 }

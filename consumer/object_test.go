@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -31,6 +32,16 @@ func objectEvent(body string) consumer.Event {
 	return consumer.Event{Meta: configMapMeta, Prefix: "kube", Object: []byte(body)}
 }
 
+// widgetMeta is the Meta of the Widget in widgetBody.
+var widgetMeta = event.Meta{
+	Cluster: "prod", Group: "example.com", Version: "v1", Resource: "widgets", Kind: "Widget",
+	Namespace: "shop", Name: "gear.v2", UID: "w-1", ResourceVersion: "9", Type: event.Added, Origin: event.Live,
+}
+
+func widgetEvent(body string) consumer.Event {
+	return consumer.Event{Meta: widgetMeta, Prefix: "kube", Object: []byte(body)}
+}
+
 func TestDecodeObjectTyped(t *testing.T) {
 	e := objectEvent(configMapBody)
 
@@ -47,7 +58,7 @@ func TestDecodeObjectTyped(t *testing.T) {
 		t.Errorf("DecodeObject[corev1.ConfigMap]: got %q, %v, want kube-root-ca.crt, nil", value.Name, err)
 	}
 
-	w, err := consumer.DecodeObject[*widget](objectEvent(widgetBody))
+	w, err := consumer.DecodeObject[*widget](widgetEvent(widgetBody))
 	if err != nil {
 		t.Fatalf("DecodeObject[*widget]: got error %v, want nil", err)
 	}
@@ -132,5 +143,102 @@ func TestDecodeObjectCaseSensitive(t *testing.T) {
 	}
 	if len(cm.Data) != 0 {
 		t.Errorf("Data: got %v, want empty (\"Data\" is not \"data\")", cm.Data)
+	}
+}
+
+// view is a Go type of the caller's own, not named after the kind it reads.
+type view struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+}
+
+func TestDecodeObjectRefusesATypeOfAnotherKind(t *testing.T) {
+	tests := []struct {
+		name   string
+		decode func(consumer.Event) error
+	}{
+		{"Deployment for a ConfigMap", func(e consumer.Event) error {
+			_, err := consumer.DecodeObject[*appsv1.Deployment](e)
+			return err
+		}},
+		{"Deployment value for a ConfigMap", func(e consumer.Event) error {
+			_, err := consumer.DecodeObject[appsv1.Deployment](e)
+			return err
+		}},
+		{"CRD type for a ConfigMap", func(e consumer.Event) error {
+			_, err := consumer.DecodeObject[*widget](e)
+			return err
+		}},
+		{"a view named otherwise", func(e consumer.Event) error {
+			_, err := consumer.DecodeObject[*view](e)
+			return err
+		}},
+		{"old state as a Deployment", func(e consumer.Event) error {
+			_, err := consumer.DecodeOld[*appsv1.Deployment](e)
+			return err
+		}},
+	}
+	e := objectEvent(configMapBody)
+	e.OldObject = []byte(configMapBody)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.decode(e)
+			if !errors.Is(err, consumer.ErrKindMismatch) {
+				t.Fatalf("got error %v, want ErrKindMismatch", err)
+			}
+			if !strings.Contains(err.Error(), "ConfigMap") {
+				t.Errorf("got error %q, want it to name the event's kind ConfigMap", err)
+			}
+		})
+	}
+}
+
+func TestDecodeObjectAcceptsTypesOfAnyKind(t *testing.T) {
+	e := objectEvent(configMapBody)
+	if _, err := consumer.DecodeObject[*unstructured.Unstructured](e); err != nil {
+		t.Errorf("DecodeObject[*unstructured.Unstructured]: got error %v, want nil", err)
+	}
+	if _, err := consumer.DecodeObject[map[string]any](e); err != nil {
+		t.Errorf("DecodeObject[map[string]any]: got error %v, want nil", err)
+	}
+	v, err := consumer.DecodeJSON[*view](e.Object)
+	if err != nil || v.Name != "kube-root-ca.crt" || v.Kind != "ConfigMap" {
+		t.Errorf("DecodeJSON[*view]: got %+v, %v, want ConfigMap kube-root-ca.crt, nil", v, err)
+	}
+}
+
+func TestKindOf(t *testing.T) {
+	tests := []struct {
+		name string
+		kind func() (string, bool)
+		want string
+		ok   bool
+	}{
+		{"typed pointer", consumer.KindOf[*appsv1.Deployment], "Deployment", true},
+		{"typed value", consumer.KindOf[corev1.ConfigMap], "ConfigMap", true},
+		{"CRD type", consumer.KindOf[*widget], "widget", true},
+		{"unstructured", consumer.KindOf[*unstructured.Unstructured], "", false},
+		{"map", consumer.KindOf[map[string]any], "", false},
+		{"list without TypeMeta of its own", consumer.KindOf[*struct{ Items []corev1.Pod }], "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := tt.kind()
+			if got != tt.want || ok != tt.ok {
+				t.Errorf("got %q, %v, want %q, %v", got, ok, tt.want, tt.ok)
+			}
+		})
+	}
+}
+
+func TestDecodeOld(t *testing.T) {
+	e := objectEvent(configMapBody)
+	if _, err := consumer.DecodeOld[*corev1.ConfigMap](e); !errors.Is(err, consumer.ErrNoObject) {
+		t.Errorf("DecodeOld without an old state: got error %v, want ErrNoObject", err)
+	}
+	e.OldObject = []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"kube-root-ca.crt","resourceVersion":"214"},"data":{"ca.crt":"old"}}`)
+	old, err := consumer.DecodeOld[*corev1.ConfigMap](e)
+	if err != nil || old.ResourceVersion != "214" || old.Data["ca.crt"] != "old" {
+		t.Errorf("DecodeOld: got %+v, %v, want rv 214 data ca.crt=old, nil", old, err)
 	}
 }

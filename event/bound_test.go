@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/nats-io/nats.go"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // dnsSubdomain is the longest DNS subdomain with the most dots: 253 characters, each "."
@@ -85,7 +86,7 @@ func TestParseSubjectAcceptsHashedTokens(t *testing.T) {
 	if back := got.String(); back != s {
 		t.Errorf("String of the parsed subject: got %q, want %q", back, s)
 	}
-	if f := (Filter{Prefix: "kube", Name: long}).String(); !strings.HasSuffix(f, "."+SubjectToken(long)+".*") {
+	if f := (Filter{Prefix: "kube", AnyGroup: true, Name: long}).String(); !strings.HasSuffix(f, "."+SubjectToken(long)+".*") {
 		t.Errorf("Filter on the exact long name: got %q, want the hashed token %q", f, SubjectToken(long))
 	}
 }
@@ -153,23 +154,21 @@ func TestMirrorKeyKeepsPlaceholdersApart(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ka := MirrorKey(tt.a[0], tt.a[1], tt.a[2], tt.a[3], tt.a[4])
-			kb := MirrorKey(tt.b[0], tt.b[1], tt.b[2], tt.b[3], tt.b[4])
+			ka := MirrorKey(tt.a[0], schema.GroupResource{Group: tt.a[1], Resource: tt.a[2]}, tt.a[3], tt.a[4])
+			kb := MirrorKey(tt.b[0], schema.GroupResource{Group: tt.b[1], Resource: tt.b[2]}, tt.b[3], tt.b[4])
 			if ka == kb {
 				t.Fatalf("MirrorKey: got %q for both, want distinct keys", ka)
 			}
 		})
 	}
 	long := strings.Repeat("n", 4100)
-	k := MirrorKey("prod", "rbac.authorization.k8s.io", "rolebindings", "default", long)
+	k := MirrorKey("prod", schema.GroupResource{Group: "rbac.authorization.k8s.io", Resource: "rolebindings"}, "default", long)
 	if !kvKeyRe.MatchString(k) || !strings.HasSuffix(k, "."+KeyToken(long)) {
 		t.Errorf("MirrorKey of a long name: got %q, want a valid key ending with the hashed token", k)
 	}
-	if got, want := MirrorFilter("prod", "core", "configmaps", "_"), "prod.core.configmaps._.*"; got != want {
-		t.Errorf("MirrorFilter of the core group's cluster-scoped objects: got %q, want %q", got, want)
-	}
-	if got, want := MirrorFilter("prod", "", "", long), "prod.*.*."+KeyToken(long)+".*"; got != want {
-		t.Errorf("MirrorFilter on a long namespace: got %q, want %q", got, want)
+	got, err := MirrorFilter("prod", schema.GroupResource{Resource: "configmaps"}, long)
+	if want := "prod.core.configmaps." + KeyToken(long) + ".*"; err != nil || got != want {
+		t.Errorf("MirrorFilter on a long namespace: got %q, %v, want %q", got, err, want)
 	}
 }
 

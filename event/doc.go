@@ -27,7 +27,9 @@
 // A Subject with a valid prefix and type round-trips: ParseSubject(p,
 // s.String()) == s; and ParseSubject accepts only canonical subjects, so
 // ParseSubject(p, x).String() == x whenever it succeeds. Filter builds
-// subscription subjects with "*" for unset fields; StreamSubject returns
+// subscription subjects with "*" for unset fields, except the group: Group ""
+// is the core group there as in Subject, MirrorFilter and MirrorKey (AnyGroup
+// selects every group), and a selection refuses the group "core"; StreamSubject returns
 // <prefix>.<cluster>.>, the subject filter of a cluster's stream.
 //
 // # Token encoding

@@ -1,8 +1,11 @@
 package event
 
 import (
+	"errors"
 	"fmt"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // EncodeKeyToken writes s as one JetStream key-value key token: bytes in [A-Za-z0-9_-]
@@ -51,13 +54,17 @@ func DecodeKeyToken(tok string) (string, error) {
 
 // MirrorKey is the key of an object in the state mirror bucket:
 // <cluster>.<group>.<resource>.<namespace>.<name>, each a key token (KeyToken: a value longer
-// than MaxKeyTokenLen once encoded is written in the hashed form, which cannot be decoded),
-// the core group written "core" and the namespace of a cluster-scoped object "_". A group
+// than MaxKeyTokenLen once encoded is written in the hashed form, which cannot be decoded).
+// gr names the object's group and resource as Kubernetes does: Group "" is the core group,
+// written "core", and the namespace of a cluster-scoped object ("") is written "_". A group
 // literally named "core" is written "=63ore" and a namespace literally named "_" is written
 // "=5F", escapes EncodeKeyToken never writes, so neither collides with the placeholder. The
-// key names the object; its exact identity is in the value (the object's metadata).
-func MirrorKey(cluster, group, resource, namespace, name string) string {
-	return strings.Join([]string{KeyToken(cluster), mirrorGroupToken(group), KeyToken(resource),
+// key names the object; its exact identity is in the value (the object's metadata). Since it
+// names an object rather than selecting some, MirrorKey refuses no group: Group "core" is the
+// key of a group literally named "core" (only an aggregated API could be; a custom resource's
+// group has a dot), never of the core group.
+func MirrorKey(cluster string, gr schema.GroupResource, namespace, name string) string {
+	return strings.Join([]string{KeyToken(cluster), mirrorGroupToken(gr.Group), KeyToken(gr.Resource),
 		NamespaceKeyToken(namespace), KeyToken(name)}, ".")
 }
 
@@ -87,19 +94,30 @@ func NamespaceKeyToken(namespace string) string {
 // clusterScopedKeyLiteral is the key token of a namespace literally named "_".
 const clusterScopedKeyLiteral = "=5F"
 
-// MirrorFilter is a key filter over the state mirror: empty fields match anything. Pass
-// CoreGroupToken ("core") as group for the core group, and ClusterScopedToken as namespace
-// for cluster-scoped objects only.
-func MirrorFilter(cluster, group, resource, namespace string) string {
-	tok := func(s string, token func(string) string) string {
-		if s == "" {
-			return "*"
-		}
-		return token(s)
+// MirrorFilter is the key filter over the state mirror that selects every object of one
+// resource: gr, named as Kubernetes names it (Group "" is the core group, as in MirrorKey,
+// event.Filter and consumer.ResourceFilter), in cluster ("" every cluster, for a bucket that
+// aggregates several) and namespace ("" every namespace, and the only choice for a
+// cluster-scoped resource). Values are encoded as MirrorKey encodes them, so none can inject
+// a wildcard. It refuses, naming the value, Group "core" (the core group is Group ""), an
+// empty Resource, and the namespace "_", which no namespace is (a cluster-scoped object's
+// key holds "_": leave namespace empty); errors wrap ErrInvalidFilter.
+func MirrorFilter(cluster string, gr schema.GroupResource, namespace string) (string, error) {
+	var errs []error
+	if err := checkGroup(gr.Group); err != nil {
+		errs = append(errs, fmt.Errorf("mirror filter %w", err))
 	}
-	ns := tok(namespace, NamespaceKeyToken)
+	if gr.Resource == "" {
+		errs = append(errs, fmt.Errorf("mirror filter resource %q: empty: name the resource, e.g. schema.GroupResource{Resource: \"configmaps\"}: %w",
+			gr.Resource, ErrInvalidFilter))
+	}
 	if namespace == ClusterScopedToken {
-		ns = ClusterScopedToken
+		errs = append(errs, fmt.Errorf("mirror filter namespace %q: no namespace has this name, it is the key token of cluster-scoped objects: leave namespace empty: %w",
+			namespace, ErrInvalidFilter))
 	}
-	return strings.Join([]string{tok(cluster, KeyToken), tok(group, KeyToken), tok(resource, KeyToken), ns, "*"}, ".")
+	if len(errs) > 0 {
+		return "", errors.Join(errs...)
+	}
+	return strings.Join([]string{wildcardOr(cluster, KeyToken), mirrorGroupToken(gr.Group), KeyToken(gr.Resource),
+		wildcardOr(namespace, NamespaceKeyToken), wildcardToken}, "."), nil
 }

@@ -65,7 +65,7 @@ func (in *intake) deletePublished(ctx context.Context, meta event.Meta) (id stri
 	if in.src.published == nil || in.src.clock.Since(in.publishedFailed) < publishedLookupPause {
 		return "", false
 	}
-	f := event.Filter{Prefix: in.src.cfg.Prefix, Cluster: meta.Cluster, Group: meta.Group, CoreGroup: meta.Group == "",
+	f := event.Filter{Prefix: in.src.cfg.Prefix, Cluster: meta.Cluster, Group: meta.Group,
 		Version: meta.Version, Resource: meta.Resource, Namespace: meta.Namespace, ClusterScoped: meta.Namespace == "", Name: meta.Name}
 	ctx, cancel := context.WithTimeout(ctx, publishedLookupTimeout)
 	defer cancel()

@@ -24,6 +24,11 @@ type StreamConfig struct {
 	Duplicates time.Duration
 	// MaxAge is how long messages are kept; 0 keeps them until other limits apply.
 	MaxAge time.Duration
+	// MaxBytes is how many bytes the stream keeps, the oldest messages discarded first; 0
+	// keeps them until other limits apply.
+	MaxBytes int64
+	// Compression is the stream's storage compression (jetstream.NoCompression by default).
+	Compression jetstream.StoreCompression
 	// Resources are the resources relayed: an existing stream must hold the smallest event
 	// of each (see smallestEvent). None: a minimal core resource is assumed.
 	Resources []Resource
@@ -35,9 +40,10 @@ type StreamConfig struct {
 // ErrStreamUnusable is returned when an existing stream cannot hold the relay's events.
 var ErrStreamUnusable = errors.New("stream unusable")
 
-// EnsureStream creates the stream if it does not exist. An existing stream is used as it
-// is, never changed: it must capture the relay's subjects and acknowledge publishes;
-// differences in replicas, duplicate window or max age are logged as warnings.
+// EnsureStream creates the stream if it does not exist, and warns when it creates one with
+// neither max age nor max bytes. An existing stream is used as it is, never changed: it must
+// capture the relay's subjects and acknowledge publishes; differences in replicas, duplicate
+// window, max age, max bytes or compression are logged as warnings.
 func EnsureStream(ctx context.Context, js jetstream.JetStream, cfg StreamConfig) (jetstream.Stream, error) {
 	subject := event.StreamSubject(cfg.Prefix, cfg.Cluster)
 	s, err := js.Stream(ctx, cfg.Name)
@@ -50,11 +56,17 @@ func EnsureStream(ctx context.Context, js jetstream.JetStream, cfg StreamConfig)
 			Replicas:    cfg.Replicas,
 			Duplicates:  cfg.Duplicates,
 			MaxAge:      cfg.MaxAge,
+			MaxBytes:    cfg.MaxBytes,
+			Compression: cfg.Compression,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("create stream %s: %w", cfg.Name, err)
 		}
 		zerolog.Ctx(ctx).Info().Str("stream", cfg.Name).Str("subjects", subject).Msg("stream created")
+		if cfg.MaxAge == 0 && cfg.MaxBytes == 0 {
+			zerolog.Ctx(ctx).Warn().Str("stream", cfg.Name).
+				Msg("stream created without limits: it keeps every event and grows until the server's storage limits refuse publishes; set RELAY_MAX_AGE or RELAY_MAX_BYTES (or give the stream limits with nats stream edit)")
+		}
 		return s, nil
 	}
 	if err != nil {
@@ -62,7 +74,7 @@ func EnsureStream(ctx context.Context, js jetstream.JetStream, cfg StreamConfig)
 	}
 	info := s.CachedInfo()
 	var problems []string
-	if !slices.ContainsFunc(info.Config.Subjects, func(f string) bool { return subjectCovers(f, subject) }) {
+	if !Captures(info.Config.Subjects, cfg.Prefix, cfg.Cluster) {
 		problems = append(problems, fmt.Sprintf("its subjects %v do not capture %s", info.Config.Subjects, subject))
 	}
 	if info.Config.NoAck {
@@ -94,6 +106,15 @@ func EnsureStream(ctx context.Context, js jetstream.JetStream, cfg StreamConfig)
 		zerolog.Ctx(ctx).Warn().Str("stream", cfg.Name).Stringer("have", info.Config.MaxAge).Stringer("configured", cfg.MaxAge).
 			Msg("existing stream has another max age, left as is")
 	}
+	// nats-server stores an unlimited max bytes as -1.
+	if have := max(info.Config.MaxBytes, 0); have != cfg.MaxBytes {
+		zerolog.Ctx(ctx).Warn().Str("stream", cfg.Name).Int64("have", have).Int64("configured", cfg.MaxBytes).
+			Msg("existing stream has another max bytes, left as is")
+	}
+	if info.Config.Compression != cfg.Compression {
+		zerolog.Ctx(ctx).Warn().Str("stream", cfg.Name).Stringer("have", info.Config.Compression).Stringer("configured", cfg.Compression).
+			Msg("existing stream has another compression, left as is")
+	}
 	return s, nil
 }
 
@@ -122,6 +143,13 @@ func smallestEvent(cfg StreamConfig) int {
 		}
 	}
 	return floor
+}
+
+// Captures reports whether a stream with the filters subjects captures every event subject of
+// the relay with prefix and cluster (event.StreamSubject).
+func Captures(subjects []string, prefix, cluster string) bool {
+	subject := event.StreamSubject(prefix, cluster)
+	return slices.ContainsFunc(subjects, func(f string) bool { return subjectCovers(f, subject) })
 }
 
 // subjectCovers reports whether the stream filter f captures every subject matched by s.

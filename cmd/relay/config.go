@@ -64,6 +64,29 @@ type Config struct {
 	NATSTLSCA   string `envconfig:"RELAY_NATS_TLS_CA" desc:"PEM file of the CA that verifies the NATS server; only with NATS_URL (the embedded server serves no TLS)"`
 	NATSTLSCert string `envconfig:"RELAY_NATS_TLS_CERT" desc:"PEM client certificate for NATS; requires RELAY_NATS_TLS_KEY; only with NATS_URL"`
 	NATSTLSKey  string `envconfig:"RELAY_NATS_TLS_KEY" desc:"PEM private key of RELAY_NATS_TLS_CERT; only with NATS_URL"`
+	// NATSInboxPrefix replaces _INBOX in the subjects replies come back on, for accounts
+	// whose permissions allow other inboxes only.
+	NATSInboxPrefix string `envconfig:"RELAY_NATS_INBOX_PREFIX" desc:"subject prefix of the relay's reply inboxes instead of _INBOX (PubAcks, JetStream API and key-value replies), e.g. _INBOX_relay"`
+	// JSDomain and JSAPIPrefix say where the stream and the buckets live: a JetStream
+	// domain (a leaf node's), or the API prefix an account imports JetStream under.
+	JSDomain    string `envconfig:"RELAY_JS_DOMAIN" desc:"JetStream domain of the stream and every bucket (the leaf node's jetstream domain); not with RELAY_JS_API_PREFIX"`
+	JSAPIPrefix string `envconfig:"RELAY_JS_API_PREFIX" desc:"JetStream API prefix (instead of $JS.API) of the stream and every bucket, as an account import maps it; not with RELAY_JS_DOMAIN; only with NATS_URL"`
+	// The nats CLI's conventional variables, each used only where its RELAY_NATS_* variable
+	// is empty, and a nats CLI context used where neither sets a setting.
+	CLIUser     string          `envconfig:"NATS_USER" desc:"as RELAY_NATS_USER, the nats CLI's name; RELAY_NATS_USER wins; without a password a token, as for the nats CLI"`
+	CLIPassword natsconn.Secret `envconfig:"NATS_PASSWORD" desc:"as RELAY_NATS_PASSWORD, the nats CLI's name; RELAY_NATS_PASSWORD wins"`
+	CLIToken    natsconn.Secret `envconfig:"NATS_TOKEN" desc:"as RELAY_NATS_TOKEN, the nats CLI's name; RELAY_NATS_TOKEN wins"`
+	CLICreds    string          `envconfig:"NATS_CREDS" desc:"as RELAY_NATS_CREDS, the nats CLI's name; RELAY_NATS_CREDS wins"`
+	CLINKey     string          `envconfig:"NATS_NKEY" desc:"as RELAY_NATS_NKEY, the nats CLI's name; RELAY_NATS_NKEY wins"`
+	CLICA       string          `envconfig:"NATS_CA" desc:"as RELAY_NATS_TLS_CA, the nats CLI's name; RELAY_NATS_TLS_CA wins"`
+	CLICert     string          `envconfig:"NATS_CERT" desc:"as RELAY_NATS_TLS_CERT, the nats CLI's name; RELAY_NATS_TLS_CERT wins"`
+	CLIKey      string          `envconfig:"NATS_KEY" desc:"as RELAY_NATS_TLS_KEY, the nats CLI's name; RELAY_NATS_TLS_KEY wins"`
+	NATSContext string          `envconfig:"NATS_CONTEXT" desc:"nats CLI context: a name ($XDG_CONFIG_HOME/nats/context/<name>.json, else ~/.config/...) or a .json path; each of its settings applies where neither NATS_URL, RELAY_NATS_*, RELAY_JS_* nor the NATS_* variables set it (the relay never reads the selected context, context.txt)"`
+
+	// The nats CLI's variables of what the relay cannot honour, read only to refuse them.
+	CLIJWT        string          `envconfig:"NATS_JWT" desc:"the nats CLI's user JWT: refused (exit 2), the relay cannot use it; use RELAY_NATS_CREDS"`
+	CLISeed       natsconn.Secret `envconfig:"NATS_SEED" desc:"the nats CLI's user seed: refused (exit 2), the relay cannot use it; use RELAY_NATS_CREDS or RELAY_NATS_NKEY"`
+	CLISocksProxy string          `envconfig:"NATS_SOCKS_PROXY" desc:"the nats CLI's SOCKS proxy: refused (exit 2), the relay connects directly"`
 
 	// Selection.
 
@@ -74,8 +97,9 @@ type Config struct {
 	// MirrorList names the resources (spelled as in RELAY_RESOURCES) whose current state the
 	// relay also keeps in the state mirror bucket, for consumers that bootstrap from it.
 	MirrorList CommaList `envconfig:"RELAY_MIRROR_RESOURCES" desc:"comma-separated resources, spelled as in RELAY_RESOURCES, whose current state is also kept in the state mirror bucket"`
-	// MirrorBucket is the KV bucket of the state mirror.
-	MirrorBucket string `envconfig:"RELAY_MIRROR_BUCKET" default:"kube-relay-mirror" desc:"JetStream key-value bucket of the state mirror, created if missing (only with RELAY_MIRROR_RESOURCES)"`
+	// MirrorBucket is the KV bucket of the state mirror; unset: the per-cluster name
+	// (resolveNames).
+	MirrorBucket string `envconfig:"RELAY_MIRROR_BUCKET" desc:"JetStream key-value bucket of the state mirror, created if missing (only with RELAY_MIRROR_RESOURCES); unset: kube-relay-mirror-<RELAY_CLUSTER>"`
 	// NamespaceList restricts namespaced resources to these namespaces.
 	NamespaceList CommaList `envconfig:"RELAY_NAMESPACES" desc:"comma-separated namespaces to watch; empty watches all namespaces"`
 	// LabelSelector and FieldSelector are sent to the apiserver with every
@@ -100,8 +124,9 @@ type Config struct {
 	// SubjectPrefix is the first token(s) of every subject.
 	SubjectPrefix string `envconfig:"RELAY_SUBJECT_PREFIX" default:"kube" desc:"subject prefix: dot-separated tokens of letters, digits, '_' or '-'"`
 	// Stream is the JetStream stream over <prefix>.<cluster>.>, created if
-	// missing.
-	Stream string `envconfig:"RELAY_STREAM" default:"KUBE" desc:"JetStream stream name, created if missing"`
+	// missing. Unset: KUBE_<cluster> (resolveNames), so that the relays of several clusters
+	// sharing one JetStream account never collide.
+	Stream string `envconfig:"RELAY_STREAM" desc:"JetStream stream name, created if missing; unset: KUBE_<RELAY_CLUSTER> (or KUBE while that holds this cluster's events, see docs/operations.md)"`
 	// StreamReplicas: 1 works on any server; use 3 on a clustered JetStream
 	// for durability. JetStream allows at most 5.
 	StreamReplicas Integer `envconfig:"RELAY_STREAM_REPLICAS" default:"1" desc:"stream replicas (1 with the embedded nats-server)"`
@@ -113,12 +138,19 @@ type Config struct {
 	// MaxAge bounds how long the stream keeps events; 0 keeps them until
 	// other limits apply.
 	MaxAge Duration `envconfig:"RELAY_MAX_AGE" default:"0" desc:"how long the stream keeps events; 0 means unlimited"`
+	// MaxBytes bounds the stream's size: past it JetStream discards the oldest events. 0
+	// keeps them until other limits apply; with RELAY_MAX_AGE 0 too the relay warns when
+	// it creates the stream, which then grows until the server's limits refuse publishes.
+	MaxBytes ByteQuantity `envconfig:"RELAY_MAX_BYTES" default:"0" desc:"how many bytes the stream keeps, oldest events discarded first (10Gi, 500M); 0 means unlimited"`
+	// StreamCompression is the stream's storage compression. Off by default: S2 costs the
+	// server CPU on every write and read, for JSON bodies that shrink well.
+	StreamCompression StreamCompression `envconfig:"RELAY_STREAM_COMPRESSION" default:"none" desc:"compression of the stream's storage: none or s2 (nats-server 2.10 or later)"`
 	// CheckpointBucket is the JetStream key-value bucket of checkpoints,
 	// created if missing.
-	CheckpointBucket string `envconfig:"RELAY_CHECKPOINT_BUCKET" default:"kube-relay-checkpoints" desc:"JetStream key-value bucket for checkpoints, created if missing"`
+	CheckpointBucket string `envconfig:"RELAY_CHECKPOINT_BUCKET" desc:"JetStream key-value bucket for checkpoints, created if missing; unset: kube-relay-checkpoints-<RELAY_CLUSTER>"`
 	// IndexBucket holds the durable per-object index (uid and resourceVersion last
 	// published), which keeps replays out after restarts and is diffed against on a relist.
-	IndexBucket string `envconfig:"RELAY_INDEX_BUCKET" default:"kube-relay-index" desc:"JetStream key-value bucket for the per-object index, created if missing"`
+	IndexBucket string `envconfig:"RELAY_INDEX_BUCKET" desc:"JetStream key-value bucket for the per-object index, created if missing; unset: kube-relay-index-<RELAY_CLUSTER>"`
 	// CheckpointInterval throttles checkpoint writes: after a crash at most
 	// about this much acknowledged work is replayed (and then deduplicated),
 	// at the cost of one KV write per resource per interval.
@@ -177,6 +209,9 @@ type Config struct {
 
 	// rules is the rules file, read by loadConfig after validation; nil without one.
 	rules *filter.File
+	// derivedNames records which of the stream and bucket names resolveNames derived from
+	// the cluster because their variable was unset.
+	derivedNames derivedNames
 }
 
 // loadConfig reads the configuration from the environment and validates it.
@@ -188,6 +223,7 @@ func loadConfig() (Config, error) {
 	if err := envconfig.Process("", &cfg); err != nil {
 		return Config{}, fmt.Errorf("read environment: %w", err)
 	}
+	cfg.resolveNames()
 	rules, err := cfg.validate()
 	if err != nil {
 		return Config{}, err
@@ -215,9 +251,18 @@ func (c Config) NATSURLs() []string {
 	return slices.Clone(c.NATSURL.Items)
 }
 
-// EmbeddedNATS reports whether the relay starts its own nats-server.
+// EmbeddedNATS reports whether the relay starts its own nats-server: neither NATS_URL nor the
+// NATS_CONTEXT context names a server. A context that cannot be read counts as naming none
+// (Validate reports it).
 func (c Config) EmbeddedNATS() bool {
-	return len(c.NATSURL.Items) == 0
+	if len(c.NATSURL.Items) > 0 {
+		return false
+	}
+	if c.NATSContext == "" {
+		return true
+	}
+	resolved, err := c.NATS().Resolve()
+	return err != nil || resolved.Embedded()
 }
 
 // Resources returns the resources to relay: those of RELAY_RESOURCES in the order given,

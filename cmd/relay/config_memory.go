@@ -70,24 +70,39 @@ func (q *ByteQuantity) Decode(value string) error {
 		q.err = errors.New("invalid quantity: want bytes with an optional suffix, such as 64Mi or 1G")
 		return nil
 	}
-	n, ok := v.AsInt64()
-	if !ok {
-		q.err = errors.New("not a whole number of bytes; " + memoryBudgetRange.reason())
-		return nil
+	switch {
+	case v.CmpInt64(math.MaxInt64) > 0:
+		q.Bytes = math.MaxInt64 // beyond every range
+	case v.CmpInt64(math.MinInt64) < 0:
+		q.Bytes = math.MinInt64
+	default:
+		// Value rounds up; AsInt64 would refuse large binary suffixes (1Pi) it cannot scale.
+		q.Bytes = v.Value()
+		if v.Cmp(*resource.NewQuantity(q.Bytes, resource.BinarySI)) != 0 {
+			q.Bytes, q.err = 0, errNotWholeBytes
+		}
 	}
-	q.Bytes = n
 	return nil
 }
 
+// errNotWholeBytes is the problem of a quantity with a fraction of a byte.
+var errNotWholeBytes = errors.New("not a whole number of bytes")
+
 // validateMemory checks RELAY_MEMORY_BUDGET when it is set.
 func (c Config) validateMemory(ps *problems) {
-	q := c.MemoryBudget
+	checkByteRange(ps, "RELAY_MEMORY_BUDGET", c.MemoryBudget, memoryBudgetRange)
+}
+
+// checkByteRange reports a byte quantity that is set but does not parse or lies outside r.
+func checkByteRange(ps *problems, name string, q ByteQuantity, r byteRange) {
 	switch {
 	case !q.Set:
+	case errors.Is(q.err, errNotWholeBytes):
+		ps.add(name, q.Raw, q.err.Error()+"; "+r.reason())
 	case q.err != nil:
-		ps.add("RELAY_MEMORY_BUDGET", q.Raw, q.err.Error())
-	case !memoryBudgetRange.contains(q.Bytes):
-		ps.add("RELAY_MEMORY_BUDGET", q.Raw, memoryBudgetRange.reason())
+		ps.add(name, q.Raw, q.err.Error())
+	case !r.contains(q.Bytes):
+		ps.add(name, q.Raw, r.reason())
 	}
 }
 
@@ -95,17 +110,32 @@ func (c Config) validateMemory(ps *problems) {
 var memoryBudgetRange = byteRange{min: minMemoryBudget, max: maxMemoryBudget}
 
 // byteRange is the closed interval [min, max] of a byte quantity, printed as Kubernetes
-// quantities ("1Mi to 1Ti") as the variable is written.
-type byteRange struct{ min, max int64 }
+// quantities ("1Mi to 1Ti") as the variable is written; when zero is set, 0 is accepted too
+// and means what zero says ("unlimited").
+type byteRange struct {
+	min, max int64
+	zero     string
+}
 
 // contains reports whether v is accepted.
-func (r byteRange) contains(v int64) bool { return v >= r.min && v <= r.max }
+func (r byteRange) contains(v int64) bool {
+	return (v >= r.min && v <= r.max) || (r.zero != "" && v == 0)
+}
 
 // String describes the range for --help and problems.
-func (r byteRange) String() string { return formatBytes(r.min) + " to " + formatBytes(r.max) }
+func (r byteRange) String() string {
+	s := formatBytes(r.min) + " to " + formatBytes(r.max)
+	if r.zero != "" {
+		s = "0 (" + r.zero + ") or " + s
+	}
+	return s
+}
 
 // reason is the problem reported for a value outside r.
 func (r byteRange) reason() string {
+	if r.zero != "" {
+		return "must be " + r.String()
+	}
 	return "must be between " + formatBytes(r.min) + " and " + formatBytes(r.max)
 }
 

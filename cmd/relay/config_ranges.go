@@ -98,6 +98,19 @@ var (
 	retryPeriodRange        = valueRange[time.Duration]{min: minRetryPeriod, max: maxLeaseDuration}
 )
 
+// Bounds of RELAY_MAX_BYTES.
+const (
+	// minMaxBytes: a stream smaller than one MiB, nats-server's default max_payload, could
+	// not hold one large event; such a bound is a typo (a missing suffix), not a retention.
+	minMaxBytes = 1 << 20
+	// maxMaxBytes: a pebibyte is beyond any JetStream server's storage, and far below the
+	// overflow of nats-server's int64 byte counters.
+	maxMaxBytes = 1 << 50
+)
+
+// maxBytesRange is the range of RELAY_MAX_BYTES.
+var maxBytesRange = byteRange{min: minMaxBytes, max: maxMaxBytes, zero: "unlimited"}
+
 // ranged is a valueRange of any type.
 type ranged interface {
 	fmt.Stringer
@@ -121,6 +134,7 @@ var configRanges = map[string]ranged{
 	"RELAY_RENEW_DEADLINE":      renewDeadlineRange,
 	"RELAY_RETRY_PERIOD":        retryPeriodRange,
 	"RELAY_MEMORY_BUDGET":       memoryBudgetRange,
+	"RELAY_MAX_BYTES":           maxBytesRange,
 }
 
 // valueRange is the closed interval [min, max] of a variable's accepted values; when zero is

@@ -26,6 +26,10 @@ var rangeCases = map[string][]rangeCase{
 		{"min", "1Mi", true}, {"below min", "1048575", false}, {"max", "1Ti", true}, {"above max", "1099511627777", false},
 		{"zero", "0", false}, {"negative", "-64Mi", false}, {"beyond int64", "9Ei", false}, {"fraction of a byte", "0.5", false},
 	},
+	"RELAY_MAX_BYTES": {
+		{"zero is unlimited", "0", true}, {"min", "1Mi", true}, {"below min", "1048575", false}, {"max", "1Pi", true},
+		{"above max", "1125899906842625", false}, {"negative", "-1Gi", false}, {"beyond int64", "9Ei", false}, {"fraction of a byte", "0.5", false},
+	},
 	"RELAY_KUBE_QPS": {
 		{"min", "1", true}, {"below min", "0.99", false}, {"max", "10000", true}, {"above max", "10000.01", false},
 		{"zero", "0", false}, {"negative", "-5", false}, {"beyond float32", "1e39", false}, {"beyond float64", "1e309", false},

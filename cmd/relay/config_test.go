@@ -8,12 +8,12 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/kelseyhightower/envconfig"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
 	"github.com/kube-nats-relay/kube-nats-relay/internal/natsconn"
@@ -115,11 +115,15 @@ func TestConfigDefaults(t *testing.T) {
 		{"field selector", cfg.FieldSelector, ""},
 		{"cluster", cfg.Cluster, "default"},
 		{"subject prefix", cfg.SubjectPrefix, "kube"},
-		{"stream", cfg.Stream, "KUBE"},
+		{"stream", cfg.Stream, "KUBE_default"},
 		{"stream replicas", cfg.StreamReplicas.Int, 1},
 		{"duplicate window", cfg.DuplicateWindow.Duration, 10 * time.Minute},
 		{"max age", cfg.MaxAge.Duration, time.Duration(0)},
-		{"checkpoint bucket", cfg.CheckpointBucket, "kube-relay-checkpoints"},
+		{"max bytes", cfg.MaxBytes.Bytes, int64(0)},
+		{"stream compression", cfg.StreamCompression, StreamCompressionNone},
+		{"checkpoint bucket", cfg.CheckpointBucket, "kube-relay-checkpoints-default"},
+		{"index bucket", cfg.IndexBucket, "kube-relay-index-default"},
+		{"mirror bucket", cfg.MirrorBucket, "kube-relay-mirror-default"},
 		{"checkpoint interval", cfg.CheckpointInterval.Duration, time.Second},
 		{"initial sync", cfg.InitialSync, InitialSyncPublish},
 		{"buffer size", cfg.BufferSize.Int, 1024},
@@ -161,6 +165,8 @@ func TestConfigFull(t *testing.T) {
 		"RELAY_STREAM_REPLICAS":     "3",
 		"RELAY_DUPLICATE_WINDOW":    "5m",
 		"RELAY_MAX_AGE":             "168h",
+		"RELAY_MAX_BYTES":           "10Gi",
+		"RELAY_STREAM_COMPRESSION":  "s2",
 		"RELAY_CHECKPOINT_BUCKET":   "prod_checkpoints",
 		"RELAY_CHECKPOINT_INTERVAL": "250ms",
 		"RELAY_INITIAL_SYNC":        "skip",
@@ -200,6 +206,8 @@ func TestConfigFull(t *testing.T) {
 		{"stream replicas", cfg.StreamReplicas.Int, 3},
 		{"duplicate window", cfg.DuplicateWindow.Duration, 5 * time.Minute},
 		{"max age", cfg.MaxAge.Duration, 7 * 24 * time.Hour},
+		{"max bytes", cfg.MaxBytes.Bytes, int64(10 << 30)},
+		{"stream compression", cfg.StreamCompression.jetstream(), jetstream.S2Compression},
 		{"checkpoint bucket", cfg.CheckpointBucket, "prod_checkpoints"},
 		{"checkpoint interval", cfg.CheckpointInterval.Duration, 250 * time.Millisecond},
 		{"initial sync", cfg.InitialSync, InitialSyncSkip},
@@ -223,6 +231,10 @@ func TestConfigInvalid(t *testing.T) {
 	creds := writeFile(t, dir, "relay.creds")
 	cert := writeFile(t, dir, "cert.pem")
 	missing := filepath.Join(dir, "missing.creds")
+	socksContext := filepath.Join(dir, "socks.json")
+	if err := os.WriteFile(socksContext, []byte(`{"url": "nats://a:4222", "socks_proxy": "socks5://proxy:1080"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 
 	tests := []struct {
 		name      string
@@ -287,7 +299,19 @@ func TestConfigInvalid(t *testing.T) {
 		{"bad stream name", map[string]string{"RELAY_STREAM": "KUBE.EVENTS"}, "RELAY_STREAM", "KUBE.EVENTS"},
 		{"stream name with space", map[string]string{"RELAY_STREAM": "KUBE EVENTS"}, "RELAY_STREAM", "KUBE EVENTS"},
 		{"bad bucket name", map[string]string{"RELAY_CHECKPOINT_BUCKET": "kube.checkpoints"}, "RELAY_CHECKPOINT_BUCKET", "kube.checkpoints"},
+		{"unknown stream compression", map[string]string{"RELAY_STREAM_COMPRESSION": "gzip"}, "RELAY_STREAM_COMPRESSION", "gzip"},
+		{"max bytes without a unit's case", map[string]string{"RELAY_MAX_BYTES": "10gb"}, "RELAY_MAX_BYTES", "10gb"},
 		{"bad nats url scheme", map[string]string{"NATS_URL": "http://a:4222"}, "NATS_URL", "http://a:4222"},
+		{"js domain of two tokens", map[string]string{"NATS_URL": "a:4222", "RELAY_JS_DOMAIN": "a.b"}, "RELAY_JS_DOMAIN", "a.b"},
+		{"js api prefix with a wildcard", map[string]string{"NATS_URL": "a:4222", "RELAY_JS_API_PREFIX": "$JS.*.API"}, "RELAY_JS_API_PREFIX", "$JS.*.API"},
+		{"js domain and api prefix", map[string]string{"NATS_URL": "a:4222", "RELAY_JS_DOMAIN": "leaf", "RELAY_JS_API_PREFIX": "$JS.hub.API"}, "RELAY_JS_API_PREFIX", "$JS.hub.API"},
+		{"inbox prefix ending in a dot", map[string]string{"RELAY_NATS_INBOX_PREFIX": "_INBOX_relay."}, "RELAY_NATS_INBOX_PREFIX", "_INBOX_relay."},
+		{"nats CLI user without password, a token as for the nats CLI, beside the relay's creds", map[string]string{"NATS_URL": "a:4222", "NATS_USER": "relay", "RELAY_NATS_CREDS": creds}, "RELAY_NATS_CREDS", creds},
+		{"nats CLI creds beside the relay's token", map[string]string{"NATS_URL": "a:4222", "RELAY_NATS_TOKEN": "tok", "NATS_CREDS": creds}, "NATS_CREDS", creds},
+		{"nats CLI seed, which the relay cannot use, redacted", map[string]string{"NATS_URL": "a:4222", "NATS_SEED": "SUA-seed"}, "NATS_SEED", natsconn.Redacted},
+		{"nats CLI password without a user, redacted", map[string]string{"NATS_URL": "a:4222", "NATS_PASSWORD": "pw"}, "NATS_PASSWORD", natsconn.Redacted},
+		{"missing context", map[string]string{"NATS_URL": "a:4222", "XDG_CONFIG_HOME": dir, "NATS_CONTEXT": "prod"}, "context prod", filepath.Join(dir, "nats", "context", "prod.json")},
+		{"context with a field the relay cannot use", map[string]string{"NATS_URL": "a:4222", "NATS_CONTEXT": socksContext}, "context " + socksContext, socksContext},
 		{"bad nats url port", map[string]string{"NATS_URL": "nats://a:42x2"}, "NATS_URL", "nats://a:42x2"},
 		{"nats url port above 65535", map[string]string{"NATS_URL": "nats://a:4222,nats://b:65536"}, "NATS_URL", "nats://b:65536"},
 		{"nats url port 0", map[string]string{"NATS_URL": "tls://a:0"}, "NATS_URL", "tls://a:0"},
@@ -413,12 +437,35 @@ func TestConfigDocumentsEveryVariable(t *testing.T) {
 			if name == "" || field.Tag.Get("desc") == "" {
 				t.Fatalf("got envconfig %q and desc %q, want both set", name, field.Tag.Get("desc"))
 			}
-			if !strings.HasPrefix(name, "RELAY_") && !slices.Contains([]string{"KUBECONFIG", "NATS_URL"}, name) {
+			// Besides KUBECONFIG, the nats CLI's names (NATS_URL, NATS_USER, ..., NATS_CONTEXT).
+			if !strings.HasPrefix(name, "RELAY_") && name != "KUBECONFIG" && !strings.HasPrefix(name, "NATS_") {
 				t.Errorf("got %s, want the RELAY_ prefix", name)
 			}
 			if !strings.Contains(usage.String(), "\n"+name+"\t") {
 				t.Errorf("usage does not list %s:\n%s", name, usage.String())
 			}
 		})
+	}
+}
+
+// TestConfigContextURLIsNoEmbeddedServer: a context's url makes the relay use that server, so
+// that what needs a shared NATS (leader election, replicas) is allowed as with NATS_URL.
+func TestConfigContextURLIsNoEmbeddedServer(t *testing.T) {
+	dir := t.TempDir()
+	ctxDir := filepath.Join(dir, "nats", "context")
+	if err := os.MkdirAll(ctxDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ctxDir, "prod.json"), []byte(`{"url": "nats://a:4222"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	setConfigEnv(t, map[string]string{"RELAY_RESOURCES": "pods", "XDG_CONFIG_HOME": dir, "NATS_CONTEXT": "prod",
+		"RELAY_LEADER_ELECT": "true", "RELAY_STREAM_REPLICAS": "3"})
+	cfg, err := loadConfig()
+	if err != nil {
+		t.Fatalf("loadConfig: %v", err)
+	}
+	if cfg.EmbeddedNATS() {
+		t.Error("EmbeddedNATS: got true, want false: the context names a server")
 	}
 }

@@ -35,9 +35,6 @@ const (
 )
 
 var (
-	// clusterRe matches a cluster name: one subject token, readable in
-	// subjects and event ids without encoding.
-	clusterRe = regexp.MustCompile(`^[a-z0-9-]{1,63}$`)
 	// subjectTokenRe matches one token of the subject prefix.
 	subjectTokenRe = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 	// bucketRe is the bucket name rule of nats.go's jetstream.KeyValue.
@@ -135,7 +132,7 @@ func (c Config) validateSelection(ps *problems) *filter.File {
 			ps.add("RELAY_MIRROR_RESOURCES", item, "not relayed: mirror only resources of RELAY_RESOURCES or the rules file, spelled the same way")
 		}
 	}
-	if len(c.MirrorList.Items) > 0 && (!bucketRe.MatchString(c.MirrorBucket) || len(c.MirrorBucket) > maxBucketNameLen) {
+	if len(c.MirrorList.Items) > 0 && c.checkName(c.derivedNames.mirror) && (!bucketRe.MatchString(c.MirrorBucket) || len(c.MirrorBucket) > maxBucketNameLen) {
 		ps.addf("RELAY_MIRROR_BUCKET", c.MirrorBucket, "must be 1-%d letters, digits, '_' or '-'", maxBucketNameLen)
 	}
 	for _, name := range []string{"RELAY_NAMESPACES", "RELAY_EXCLUDE_NAMESPACES"} {
@@ -192,7 +189,7 @@ func addRulesProblems(ps *problems, path string, err error) {
 }
 
 func (c Config) validateOutput(ps *problems) {
-	if !clusterRe.MatchString(c.Cluster) {
+	if !event.ValidCluster(c.Cluster) {
 		ps.add("RELAY_CLUSTER", c.Cluster, "must be 1-63 lower-case letters, digits or '-'")
 	}
 	for token := range strings.SplitSeq(c.SubjectPrefix, ".") {
@@ -204,15 +201,18 @@ func (c Config) validateOutput(ps *problems) {
 	if len(c.SubjectPrefix) > event.MaxPrefixLen {
 		ps.addf("RELAY_SUBJECT_PREFIX", c.SubjectPrefix, "must be at most %d bytes, so that every subject stays within nats-server's control line", event.MaxPrefixLen)
 	}
-	if !validStreamName(c.Stream) {
+	if c.checkName(c.derivedNames.stream) && !validStreamName(c.Stream) {
 		ps.addf("RELAY_STREAM", c.Stream, `must be a JetStream name: 1-%d printable characters except whitespace, '.', '*', '>', '/' and '\'`, maxStreamNameLen)
 	}
-	if !bucketRe.MatchString(c.CheckpointBucket) || len(c.CheckpointBucket) > maxBucketNameLen {
+	if c.checkName(c.derivedNames.checkpoints) && (!bucketRe.MatchString(c.CheckpointBucket) || len(c.CheckpointBucket) > maxBucketNameLen) {
 		ps.addf("RELAY_CHECKPOINT_BUCKET", c.CheckpointBucket, "must be 1-%d letters, digits, '_' or '-'", maxBucketNameLen)
 	}
-	if !bucketRe.MatchString(c.IndexBucket) || len(c.IndexBucket) > maxBucketNameLen {
+	switch {
+	case !c.checkName(c.derivedNames.index):
+		// Derived from a bad RELAY_CLUSTER, which is reported.
+	case !bucketRe.MatchString(c.IndexBucket) || len(c.IndexBucket) > maxBucketNameLen:
 		ps.addf("RELAY_INDEX_BUCKET", c.IndexBucket, "must be 1-%d letters, digits, '_' or '-'", maxBucketNameLen)
-	} else if c.IndexBucket == c.CheckpointBucket {
+	case c.IndexBucket == c.CheckpointBucket:
 		ps.add("RELAY_INDEX_BUCKET", c.IndexBucket, "must differ from RELAY_CHECKPOINT_BUCKET")
 	}
 
@@ -224,6 +224,12 @@ func (c Config) validateOutput(ps *problems) {
 		checkDurationRange(ps, "RELAY_MAX_AGE", c.MaxAge, maxAgeRange) &&
 		c.MaxAge.Duration > 0 && c.DuplicateWindow.Duration > c.MaxAge.Duration {
 		ps.addf("RELAY_DUPLICATE_WINDOW", c.DuplicateWindow.Raw, "must not exceed RELAY_MAX_AGE (%s)", c.MaxAge.Raw)
+	}
+	checkByteRange(ps, "RELAY_MAX_BYTES", c.MaxBytes, maxBytesRange)
+	switch c.StreamCompression {
+	case StreamCompressionNone, StreamCompressionS2:
+	default:
+		ps.add("RELAY_STREAM_COMPRESSION", string(c.StreamCompression), "must be none or s2")
 	}
 	checkDurationRange(ps, "RELAY_CHECKPOINT_INTERVAL", c.CheckpointInterval, checkpointIntervalRange)
 	checkIntRange(ps, "RELAY_BUFFER_SIZE", c.BufferSize, bufferSizeRange)
@@ -253,6 +259,13 @@ func (c Config) validateLogging(ps *problems) {
 	default:
 		ps.add("RELAY_LOG_FORMAT", string(c.LogFormat), "must be json or console")
 	}
+}
+
+// checkName reports whether a stream or bucket name is to be validated: always when its
+// variable was set; when derived from RELAY_CLUSTER, only if that is valid (a bad cluster is
+// reported once, as RELAY_CLUSTER, not again in every name derived from it).
+func (c Config) checkName(derived bool) bool {
+	return !derived || event.ValidCluster(c.Cluster)
 }
 
 // checkListEntries reports empty and repeated entries of l and returns the

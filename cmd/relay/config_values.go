@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kelseyhightower/envconfig"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 )
 
@@ -132,6 +133,24 @@ const (
 	// changes from there on.
 	InitialSyncSkip InitialSyncMode = "skip"
 )
+
+// StreamCompression is the storage compression of the stream the relay creates.
+type StreamCompression string
+
+const (
+	// StreamCompressionNone stores events as they are.
+	StreamCompressionNone StreamCompression = "none"
+	// StreamCompressionS2 stores them S2-compressed.
+	StreamCompressionS2 StreamCompression = "s2"
+)
+
+// jetstream returns the compression as JetStream configures it.
+func (c StreamCompression) jetstream() jetstream.StoreCompression {
+	if c == StreamCompressionS2 {
+		return jetstream.S2Compression
+	}
+	return jetstream.NoCompression
+}
 
 // LogFormat is the encoding of log lines.
 type LogFormat string

@@ -31,6 +31,9 @@ type faultEnv struct {
 	natsURL string
 	seed    uint64
 	relays  []*relayProc
+
+	// natsOpts authenticate js's connection to natsURL, when the server wants it.
+	natsOpts []nats.Option
 }
 
 func newFaultEnv(t *testing.T, natsURL string) *faultEnv {
@@ -65,7 +68,8 @@ func ownNATS(t *testing.T, opts testenv.NATSOptions) *testenv.NATSServer {
 // js connects a consumer to the scenario's NATS; it reconnects forever, like the relay.
 func (f *faultEnv) js() jetstream.JetStream {
 	f.t.Helper()
-	nc, err := nats.Connect(f.natsURL, nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
+	opts := append([]nats.Option{nats.MaxReconnects(-1), nats.ReconnectWait(100 * time.Millisecond)}, f.natsOpts...)
+	nc, err := nats.Connect(f.natsURL, opts...)
 	if err != nil {
 		f.t.Fatalf("connect to %s: %v", f.natsURL, err)
 	}

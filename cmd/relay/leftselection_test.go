@@ -6,6 +6,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kube-nats-relay/kube-nats-relay/consumer"
 	"github.com/kube-nats-relay/kube-nats-relay/event"
@@ -52,7 +53,11 @@ func watchMirror(t *testing.T, js jetstream.JetStream, bucket, cluster, ns strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := kv.WatchFiltered(ctx, []string{event.MirrorFilter(cluster, "core", "configmaps", ns)})
+	keys, err := event.MirrorFilter(cluster, schema.GroupResource{Resource: "configmaps"}, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := kv.WatchFiltered(ctx, []string{keys})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -117,7 +117,7 @@ func TestStateMirrorGivesLateConsumersTheLiveSetThenUpdates(t *testing.T) {
 				continue
 			}
 			if e.Operation() != jetstream.KeyValuePut {
-				if e.Key() == event.MirrorKey(name, "", "configmaps", name, "pre-0") {
+				if e.Key() == event.MirrorKey(name, schema.GroupResource{Resource: "configmaps"}, name, "pre-0") {
 					sawDelete = true
 				}
 				continue

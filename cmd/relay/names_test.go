@@ -129,7 +129,7 @@ func TestUnusualNamesAreRelayedExactly(t *testing.T) {
 		if err := json.Unmarshal(v.Value(), &obj); err != nil {
 			t.Fatalf("mirror value of %.80q: %v", k, err)
 		}
-		if want := event.MirrorKey(name, rbacv1.GroupName, "rolebindings", name, obj.Metadata.Name); k != want {
+		if want := event.MirrorKey(name, schema.GroupResource{Group: rbacv1.GroupName, Resource: "rolebindings"}, name, obj.Metadata.Name); k != want {
 			t.Errorf("mirror key of %.40q: got %.80q, want %.80q", obj.Metadata.Name, k, want)
 		}
 		mirrored = append(mirrored, obj.Metadata.Name)

@@ -109,7 +109,12 @@ func startAuthNATS(t *testing.T, auth testenv.NATSAuth) *testenv.NATSServer {
 	if err != nil {
 		t.Fatalf("start nats-server: %v", err)
 	}
-	t.Cleanup(func() { _ = srv.Stop() })
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("nats-server log:\n%s", srv.LogTail())
+		}
+		_ = srv.Stop()
+	})
 	return srv
 }
 

@@ -43,7 +43,7 @@ type permissionNames struct {
 }
 
 func documented() permissionNames {
-	return permissionNames{Cluster: "prod", Stream: "KUBE", Checkpoints: "kube-relay-checkpoints", Index: "kube-relay-index",
+	return permissionNames{Cluster: "prod", Stream: "KUBE_prod", Checkpoints: "kube-relay-checkpoints-prod", Index: "kube-relay-index-prod",
 		Namespace: permissionsNamespace}
 }
 
@@ -70,9 +70,9 @@ func permissionsConfig(t *testing.T, names permissionNames) (string, map[string]
 	block := strings.NewReplacer(permissionsNamespace, names.Namespace).Replace(text[at : at+end])
 	block = strings.NewReplacer(
 		"kube.prod.", "kube."+names.Cluster+".",
-		"kube-relay-checkpoints", names.Checkpoints,
-		"kube-relay-index", names.Index,
-		"KUBE", names.Stream,
+		"kube-relay-checkpoints-prod", names.Checkpoints,
+		"kube-relay-index-prod", names.Index,
+		"KUBE_prod", names.Stream,
 	).Replace(block)
 	pw := map[string]string{"relay": "r-" + rand.Text(), "admin": "a-" + rand.Text(), names.Namespace: "c-" + rand.Text()}
 	vars := fmt.Sprintf("RELAY_PASSWORD: %q\nADMIN_PASSWORD: %q\n%s_PASSWORD: %q\n",
@@ -149,7 +149,8 @@ func connectAs(t *testing.T, urls, user, password string, errs *asyncErrors, opt
 
 // TestNATSPermissionsConfineRelayAndConsumers runs the relay and a consumer of one namespace
 // under the permissions docs/operations.md gives, on a 3-node JetStream cluster: the relay
-// works (initial sync, checkpoints, index, mirror, a restart that resumes, one that relists)
+// works (initial sync, checkpoints, index, mirror in a bucket an older relay made, a restart
+// that resumes, one that relists)
 // without a single permissions violation, the consumer gets its namespace's events, and every
 // way to read another namespace or to write what the relay keeps is refused.
 func TestNATSPermissionsConfineRelayAndConsumers(t *testing.T) {
@@ -193,13 +194,21 @@ func TestNATSPermissionsConfineRelayAndConsumers(t *testing.T) {
 		delete(vars, k)
 	}
 	stream, checkpoints, index := names.Stream, names.Checkpoints, names.Index
-	const mirror = "kube-relay-mirror" // RELAY_MIRROR_BUCKET's default, as documented
+	const mirror = "kube-relay-mirror-prod" // RELAY_MIRROR_BUCKET's default for cluster prod, as documented
 	for k, v := range map[string]string{
 		"NATS_URL": cluster.URLs(), "RELAY_NATS_USER": "relay", "RELAY_NATS_PASSWORD": pw["relay"],
 		"RELAY_CLUSTER": "prod", "RELAY_STREAM_REPLICAS": "3",
 		"RELAY_RESOURCES": "configmaps", "RELAY_MIRROR_RESOURCES": "configmaps", "RELAY_NAMESPACES": mine + "," + other,
 	} {
 		vars[k] = v
+	}
+
+	// The mirror bucket as a relay older than its list of mirrored resources made it: the
+	// relay updates its metadata (the update grant).
+	_, err = admin.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: mirror, Storage: jetstream.FileStorage, Replicas: 3,
+		History: 1, LimitMarkerTTL: 15 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
 	}
 
 	// The relay under its permissions: initial sync, checkpoint, index, mirror.
@@ -212,6 +221,17 @@ func TestNATSPermissionsConfineRelayAndConsumers(t *testing.T) {
 	before := waitCheckpoint(t, admin, checkpoints, key, func(string) bool { return true })
 	for _, bucket := range []string{index, mirror} {
 		waitKeys(ctx, t, admin, bucket, 2)
+	}
+	mkv, err := admin.KeyValue(ctx, mirror)
+	if err != nil {
+		t.Fatal(err)
+	}
+	status, err := mkv.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if md := status.Metadata(); md[event.MirroredMetadataKey("prod")] != "core.configmaps" {
+		t.Errorf("mirror bucket metadata: got %v, want the list core.configmaps of cluster prod", md)
 	}
 	// A restart resumes from the checkpoint with the index: the change made meanwhile is
 	// published, nothing of the initial sync again.
@@ -252,7 +272,7 @@ func TestNATSPermissionsConfineRelayAndConsumers(t *testing.T) {
 		return jetstream.ConsumerConfig{Durable: mine, FilterSubject: filter, AckPolicy: jetstream.AckExplicitPolicy}
 	}
 	// As documented: the consumer package's Durable, with the namespace's event.Filter.
-	filter := event.Filter{Prefix: "kube", Cluster: "prod", Namespace: mine}.String()
+	filter := event.Filter{Prefix: "kube", Cluster: "prod", AnyGroup: true, Namespace: mine}.String()
 	cons, err := consumer.Durable(ctx, js, stream, mine, []string{filter})
 	if err != nil {
 		t.Fatalf("create the namespace's consumer: %v", err)

@@ -262,7 +262,7 @@ func TestMirrorBucketSmallerThanAnObjectKeepsItsIdentity(t *testing.T) {
 	// The mirror holds big's identity, and small whole.
 	state := func(obj string) map[string]any {
 		t.Helper()
-		e, err := kv.Get(ctx, event.MirrorKey(name, "", "configmaps", name, obj))
+		e, err := kv.Get(ctx, event.MirrorKey(name, schema.GroupResource{Resource: "configmaps"}, name, obj))
 		if err != nil {
 			t.Fatalf("mirror entry of %s: %v", obj, err)
 		}

@@ -111,23 +111,34 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	js, err := jetstream.New(nc,
+	// In RELAY_JS_DOMAIN or under RELAY_JS_API_PREFIX when set: the stream and every bucket.
+	js, err := cfg.NATS().JetStream(nc,
 		jetstream.WithPublishAsyncMaxPending(cfg.MaxInflight.Int*len(plans)+1),
 		jetstream.WithPublishAsyncTimeout(publishAsyncTimeout))
 	if err != nil {
-		return fmt.Errorf("jetstream: %w", err)
+		return err
+	}
+	// A relay upgraded from the legacy default names keeps them (docs/operations.md, Upgrading).
+	err = setupRetry(ctx, log, "legacy names", func() (err error) {
+		cfg, err = adoptLegacyNames(ctx, js, cfg)
+		return err
+	})
+	if err != nil {
+		return setupFailed(ctx, err, "RELAY_STREAM", cfg.Stream)
 	}
 	var stream jetstream.Stream
 	err = setupRetry(ctx, log, "stream "+cfg.Stream, func() (err error) {
 		stream, err = relay.EnsureStream(ctx, js, relay.StreamConfig{
-			Name:       cfg.Stream,
-			Prefix:     cfg.SubjectPrefix,
-			Cluster:    cfg.Cluster,
-			Replicas:   cfg.StreamReplicas.Int,
-			Duplicates: cfg.DuplicateWindow.Duration,
-			MaxAge:     cfg.MaxAge.Duration,
-			Resources:  resources,
-			MaxPayload: int(nc.MaxPayload()),
+			Name:        cfg.Stream,
+			Prefix:      cfg.SubjectPrefix,
+			Cluster:     cfg.Cluster,
+			Replicas:    cfg.StreamReplicas.Int,
+			Duplicates:  cfg.DuplicateWindow.Duration,
+			MaxAge:      cfg.MaxAge.Duration,
+			MaxBytes:    cfg.MaxBytes.Bytes,
+			Compression: cfg.StreamCompression.jetstream(),
+			Resources:   resources,
+			MaxPayload:  int(nc.MaxPayload()),
 		})
 		return err
 	})
@@ -159,12 +170,14 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	var mirror *checkpoint.Mirror
 	if len(cfg.MirrorList.Items) > 0 {
 		err = setupRetry(ctx, log, "bucket "+cfg.MirrorBucket, func() (err error) {
-			mirror, err = checkpoint.OpenMirror(ctx, js, checkpoint.MirrorConfig{Bucket: cfg.MirrorBucket, Replicas: cfg.StreamReplicas.Int})
+			mirror, err = checkpoint.OpenMirror(ctx, js, checkpoint.MirrorConfig{Bucket: cfg.MirrorBucket, Replicas: cfg.StreamReplicas.Int,
+				Cluster: cfg.Cluster, Resources: mirroredResources(plans)})
 			return err
 		})
 		if err != nil {
 			return setupFailed(ctx, err, "RELAY_MIRROR_BUCKET", cfg.MirrorBucket)
 		}
+		recordMirrored(ctx, log, mirror, cfg.MirrorBucket)
 	}
 	// Namespace labels are followed only when a rule selects namespaces by label.
 	var namespaces *relay.Namespaces

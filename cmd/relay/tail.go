@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -41,7 +42,12 @@ const (
 // tailOptions is a parsed relay tail command line.
 type tailOptions struct {
 	server, stream string
-	filter         event.Filter
+	// serverGiven says that --server or $NATS_URL named the server: a context's url does
+	// not replace it. stream is empty when --stream was not given (see tailStream).
+	serverGiven bool
+	// context is --context; domain is --js-domain.
+	context, domain string
+	filter          event.Filter
 	// deliver and start say where in the stream to begin.
 	deliver jetstream.DeliverPolicy
 	start   *time.Time
@@ -76,17 +82,32 @@ func runTail(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		ctx, cancel = context.WithTimeoutCause(ctx, o.timeout, errTailTimeout)
 		defer cancel()
 	}
-	conn.URL = o.server
+	conn, err = tailResolve(conn, &o)
+	if err != nil {
+		return err
+	}
 	nc, err := natsconn.Dial(conn, "kube-nats-relay-tail", tailConnectTimeout)
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
-	js, err := jetstream.New(nc)
+	js, err := conn.JetStream(nc)
 	if err != nil {
-		return fmt.Errorf("jetstream: %w", err)
+		return err
 	}
-	if _, err := js.Stream(ctx, o.stream); err != nil {
+	streamGiven := o.stream != ""
+	if !streamGiven {
+		o.stream = tailStream(o.filter.Cluster, os.Getenv)
+	}
+	_, err = js.Stream(ctx, o.stream)
+	if !streamGiven && errors.Is(err, jetstream.ErrStreamNotFound) {
+		// A relay upgraded in place keeps the stream every relay used before names held
+		// the cluster.
+		if _, legacyErr := js.Stream(ctx, event.LegacyStream); legacyErr == nil {
+			o.stream, err = event.LegacyStream, nil
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("stream %s on %s: %w", o.stream, natsconn.RedactURL(o.server), err)
 	}
 	cons, err := js.OrderedConsumer(ctx, o.stream, jetstream.OrderedConsumerConfig{
@@ -160,6 +181,54 @@ func tailNATS() (natsconn.Config, error) {
 	return cfg.NATS(), nil
 }
 
+// tailResolve applies relay tail's flags to conn and resolves it as the relay does, with one
+// addition: without --context and $NATS_CONTEXT it uses the nats CLI's selected context
+// (context.txt), which the relay itself never reads. --server (or $NATS_URL) wins over the
+// context's url, which wins over the local default; --js-domain wins over every domain and
+// API prefix. The result is checked as the relay's settings are (a *ConfigError).
+func tailResolve(conn natsconn.Config, o *tailOptions) (natsconn.Config, error) {
+	switch {
+	case o.context != "":
+		conn.Context = o.context
+	case conn.Context == "":
+		selected, err := natsconn.SelectedContext(conn.ConfigDir)
+		if err != nil {
+			return natsconn.Config{}, err
+		}
+		conn.Context = selected
+	}
+	if o.domain != "" {
+		conn.JSDomain, conn.JSAPIPrefix = o.domain, ""
+	}
+	conn, err := conn.Resolve()
+	if err != nil {
+		return natsconn.Config{}, err
+	}
+	if !o.serverGiven && conn.URL != "" {
+		o.server = conn.URL
+	}
+	conn.URL = o.server
+	if err := conn.Validate(); err != nil {
+		return natsconn.Config{}, err
+	}
+	return conn, nil
+}
+
+// tailStream is relay tail's stream when --stream is not given: $RELAY_STREAM when set, else
+// the relay's default stream of the cluster (--cluster, else $RELAY_CLUSTER, else "default").
+func tailStream(cluster string, getenv func(string) string) string {
+	if s := getenv("RELAY_STREAM"); s != "" {
+		return s
+	}
+	if cluster == "" {
+		cluster = getenv("RELAY_CLUSTER")
+	}
+	if cluster == "" {
+		cluster = "default"
+	}
+	return event.DefaultStream(cluster)
+}
+
 // parseTail parses the flags of relay tail; natsURL is $NATS_URL, the default server, and
 // now anchors a --since duration. It returns flag.ErrHelp after printing the usage for -h.
 func parseTail(args []string, natsURL string, now time.Time, stderr io.Writer) (tailOptions, error) {
@@ -174,7 +243,10 @@ func parseTail(args []string, natsURL string, now time.Time, stderr io.Writer) (
 	fs.StringVar(&o.server, "server", server, "NATS server URLs, comma-separated; $NATS_URL when set")
 	// The usage shows the default without the credentials $NATS_URL may carry.
 	fs.Lookup("server").DefValue = natsconn.RedactURL(server)
-	fs.StringVar(&o.stream, "stream", "KUBE", "the relay's stream (RELAY_STREAM)")
+	fs.StringVar(&o.stream, "stream", "", "the relay's stream (default: $RELAY_STREAM, else KUBE_<cluster> of --cluster, else of $RELAY_CLUSTER, else KUBE_default; KUBE when only that exists)")
+	fs.StringVar(&o.context, "context", "", "nats CLI context, a name or a .json path (default: $NATS_CONTEXT, else the nats CLI's selected context)")
+	fs.StringVar(&o.domain, "js-domain", "", "JetStream domain of the stream (default: $RELAY_JS_DOMAIN, else the context's)")
+	fs.StringVar(&o.domain, "domain", "", "alias of --js-domain")
 	fs.StringVar(&prefix, "prefix", "kube", "the relay's subject prefix (RELAY_SUBJECT_PREFIX)")
 	fs.StringVar(&o.filter.Cluster, "cluster", "", "only this cluster (RELAY_CLUSTER); empty: every cluster")
 	fs.StringVar(&resource, "resource", "", "only this resource, as kubectl writes it: pods, deployments.apps, widgets.example.com")
@@ -188,9 +260,14 @@ func parseTail(args []string, natsURL string, now time.Time, stderr io.Writer) (
 	fs.DurationVar(&o.timeout, "timeout", 0, "with --count: fail when the events have not arrived within this time (30s, 2m)")
 	if err := parseSubcommand(fs, args, stderr,
 		"relay tail: follow the relay's stream and print one line per event.",
-		"NATS credentials come from the relay's RELAY_NATS_* variables."); err != nil {
+		"NATS settings come from the relay's variables (NATS_URL, RELAY_NATS_*, RELAY_JS_*), then the nats CLI's",
+		"(NATS_USER, NATS_PASSWORD, NATS_TOKEN, NATS_CREDS, NATS_NKEY, NATS_CA, NATS_CERT, NATS_KEY), then the context.",
+		"Flags win over all of them."); err != nil {
 		return tailOptions{}, err
 	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	o.serverGiven = natsURL != "" || given["server"]
 
 	var ps problems
 	if fs.NArg() > 0 {
@@ -203,17 +280,30 @@ func parseTail(args []string, natsURL string, now time.Time, stderr io.Writer) (
 			ps.add(p.Var, p.Value, p.Reason)
 		}
 	}
-	if o.stream == "" {
+	if given["stream"] && o.stream == "" {
 		ps.add("--stream", o.stream, "empty: give the relay's stream name")
+	}
+	if o.domain != "" {
+		for _, p := range natsconn.CheckDomain("--js-domain", o.domain) {
+			ps.add(p.Var, p.Value, p.Reason)
+		}
+	}
+	if given["context"] && o.context == "" {
+		ps.add("--context", o.context, "empty: give a context name or the path of a .json file")
 	}
 	o.filter.Prefix = prefix
 	if err := event.ValidatePrefix(prefix); err != nil {
 		ps.add("--prefix", prefix, err.Error())
 	}
+	// Without --resource every group; with one, its group as kubectl reads it: pods is the
+	// core group's, never another group's "pods".
+	o.filter.AnyGroup = resource == ""
 	if resource != "" {
 		spec, err := parseResourceSpec(resource)
 		if err != nil {
 			ps.add("--resource", resource, err.Error())
+		} else if spec.Group == event.CoreGroupToken {
+			ps.add("--resource", resource, "the core group has no name: write the resource alone (pods, not pods.core)")
 		}
 		o.filter.Resource, o.filter.Version, o.filter.Group = spec.Resource, spec.Version, spec.Group
 	}

@@ -58,7 +58,7 @@ func TestParseTail(t *testing.T) {
 		{
 			name:   "every filter, encoded",
 			args:   []string{"--cluster", "prod", "--resource", "configmaps", "--namespace", "kube-system", "--name", "kube-root-ca.crt", "--type", "deleted"},
-			server: tailDefaultServer, subject: "kube.prod.*.*.configmaps.kube-system.kube-root-ca~2Ecrt.deleted", deliver: jetstream.DeliverNewPolicy,
+			server: tailDefaultServer, subject: "kube.prod.core.*.configmaps.kube-system.kube-root-ca~2Ecrt.deleted", deliver: jetstream.DeliverNewPolicy,
 		},
 		{
 			name: "resource with group", args: []string{"--resource", "deployments.apps", "--prefix", "acme.kube"},
@@ -87,8 +87,8 @@ func TestParseTail(t *testing.T) {
 			if err != nil {
 				t.Fatalf("parseTail: got error %v, want nil", err)
 			}
-			if o.server != tt.server || o.filter.String() != tt.subject || o.deliver != tt.deliver || o.json != tt.json || o.stream != "KUBE" {
-				t.Errorf("parseTail: got server %q subject %q deliver %s json %v stream %q, want %q %q %s %v KUBE",
+			if o.server != tt.server || o.filter.String() != tt.subject || o.deliver != tt.deliver || o.json != tt.json || o.stream != "" {
+				t.Errorf("parseTail: got server %q subject %q deliver %s json %v stream %q, want %q %q %s %v and no stream (tailStream picks it)",
 					o.server, o.filter.String(), o.deliver, o.json, o.stream, tt.server, tt.subject, tt.deliver, tt.json)
 			}
 			if (o.start == nil) != (tt.start == nil) || o.start != nil && !o.start.Equal(*tt.start) {
@@ -109,6 +109,7 @@ func TestParseTailRejects(t *testing.T) {
 		{name: "since not positive", args: []string{"--since", "-5m"}, vars: []string{"--since"}},
 		{name: "all and since", args: []string{"--all", "--since", "5m"}, vars: []string{"--since"}},
 		{name: "resource as a kind", args: []string{"--resource", "Deployment"}, vars: []string{"--resource"}},
+		{name: "core group by its token", args: []string{"--resource", "pods.core"}, vars: []string{"--resource"}},
 		{name: "reserved prefix", args: []string{"--prefix", "$JS"}, vars: []string{"--prefix"}},
 		{name: "empty stream and server", args: []string{"--stream", "", "--server", " "}, vars: []string{"--server", "--stream"}},
 		{name: "server port out of range", args: []string{"--server", "nats://a:99999"}, vars: []string{"--server"}},
@@ -118,6 +119,8 @@ func TestParseTailRejects(t *testing.T) {
 		{name: "negative count", args: []string{"--count", "-1"}, vars: []string{"--count"}},
 		{name: "negative timeout", args: []string{"--count", "1", "--timeout", "-1s"}, vars: []string{"--timeout"}},
 		{name: "timeout without count", args: []string{"--timeout", "30s"}, vars: []string{"--timeout"}},
+		{name: "domain of two tokens", args: []string{"--js-domain", "a.b"}, vars: []string{"--js-domain"}},
+		{name: "empty context", args: []string{"--context", ""}, vars: []string{"--context"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -420,6 +423,26 @@ func TestTailAuthenticatesLikeTheRelay(t *testing.T) {
 				if strings.Contains(tail.Output(), secret) || strings.Contains(strings.Join(got, "\n"), secret) {
 					t.Errorf("relay tail output contains a secret of %s", m.name)
 				}
+			}
+		})
+	}
+}
+
+func TestTailStreamDefaultsToTheRelaysStream(t *testing.T) {
+	tests := []struct {
+		name, cluster string
+		env           map[string]string
+		want          string
+	}{
+		{name: "RELAY_STREAM wins", cluster: "prod", env: map[string]string{"RELAY_STREAM": "EVENTS", "RELAY_CLUSTER": "dev"}, want: "EVENTS"},
+		{name: "the cluster of --cluster", cluster: "prod", env: map[string]string{"RELAY_CLUSTER": "dev"}, want: "KUBE_prod"},
+		{name: "else the cluster of RELAY_CLUSTER", env: map[string]string{"RELAY_CLUSTER": "dev"}, want: "KUBE_dev"},
+		{name: "else the relay's default cluster", want: "KUBE_default"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tailStream(tt.cluster, func(k string) string { return tt.env[k] }); got != tt.want {
+				t.Errorf("tailStream: got %s, want %s", got, tt.want)
 			}
 		})
 	}

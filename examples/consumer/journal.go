@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"os"
 	"time"
+
+	"github.com/kube-nats-relay/kube-nats-relay/consumer"
+	"github.com/kube-nats-relay/kube-nats-relay/event"
 )
 
 // entry is one line of the journal: the audit record of one ConfigMap change.
@@ -17,6 +20,7 @@ type entry struct {
 	Sequence uint64 `json:"seq"`
 	// Observed is when the relay saw the change.
 	Observed          *time.Time `json:"observed,omitempty"`
+	Cluster           string     `json:"cluster,omitempty"`
 	Type              string     `json:"type"`
 	Origin            string     `json:"origin"`
 	Namespace         string     `json:"namespace"`
@@ -36,6 +40,9 @@ type journal struct {
 	f    *os.File
 	size int64
 	ids  map[string]bool
+	n    int
+	// loaded are the entries the file held when it was opened.
+	loaded []entry
 }
 
 // journalPerm keeps the audit trail readable by its owner only.
@@ -61,6 +68,8 @@ func openJournal(path string) (*journal, error) {
 			return nil, fmt.Errorf("journal %s: line %d is not an entry: %q", path, i+1, line)
 		}
 		j.ids[e.ID] = true
+		j.loaded = append(j.loaded, e)
+		j.n++
 	}
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, journalPerm)
 	if err != nil {
@@ -79,8 +88,11 @@ func openJournal(path string) (*journal, error) {
 // Has reports whether the event id has an entry.
 func (j *journal) Has(id string) bool { return j.ids[id] }
 
-// Len returns the number of entries.
-func (j *journal) Len() int { return len(j.ids) }
+// Loaded returns the entries the file held when it was opened, in order.
+func (j *journal) Loaded() []entry { return j.loaded }
+
+// Len returns the number of entries (lines), one per change handled.
+func (j *journal) Len() int { return j.n }
 
 // Append writes e as one line and syncs it to disk. On failure the file is cut back to its
 // previous size, so that a half-written line cannot stay behind.
@@ -102,8 +114,19 @@ func (j *journal) Append(e entry) error {
 	}
 	j.size += int64(n)
 	j.ids[e.ID] = true
+	j.n++
 	return nil
 }
 
 // Close closes the file.
 func (j *journal) Close() error { return j.f.Close() }
+
+// event is the change an entry records, as much of it as a consumer.Tracker needs. The
+// journal holds one cluster's ConfigMaps, so the cluster and resource are the same for all.
+func (e entry) event() consumer.Event {
+	ev := consumer.Event{Meta: event.Meta{Resource: "configmaps", Namespace: e.Namespace, Name: e.Name,
+		UID: e.UID, ResourceVersion: e.ResourceVersion, Type: event.Type(e.Type)}}
+	ev.Cluster = e.Cluster
+	ev.FinalStateUnknown = e.FinalStateUnknown
+	return ev
+}

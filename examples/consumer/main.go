@@ -5,13 +5,17 @@
 //
 //   - the journal line is both the work and the record that it was done: one append, synced
 //     to disk, so no crash can separate the two;
-//   - an event whose id is already in the journal is acknowledged and not handled again (a
-//     redelivery after a crash, or a replay by the relay);
+//   - a consumer.Tracker, rebuilt from the journal at start, remembers per object the
+//     resourceVersion last handled: a change that is not newer is acknowledged and not
+//     handled again (a redelivery after a crash, or a replay by the relay);
 //   - a message is acknowledged only after its line is on disk, so nothing acknowledged is
 //     lost; what was delivered and not acknowledged comes again after -ack-wait.
 //
 // One event is in flight at a time (MaxAckPending 1), so the journal holds each object's
-// changes in the order they happened, even across a crash.
+// changes in the order they happened, even across a crash. The price: after a crash, the
+// successor receives nothing until -ack-wait has passed since the event in flight was
+// delivered (docs/events.md, "The cost of MaxAckPending: 1"). It does not bootstrap from the
+// state mirror: an audit trail records changes, and it reads the stream from its first event.
 //
 // Usage:
 //
@@ -35,6 +39,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kube-nats-relay/kube-nats-relay/consumer"
+	"github.com/kube-nats-relay/kube-nats-relay/event"
 )
 
 const (
@@ -77,19 +82,22 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("consumer", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.server, "server", server, "NATS server URLs, comma-separated; defaults to $NATS_URL when set")
-	fs.StringVar(&o.stream, "stream", "KUBE", "the relay's JetStream stream (RELAY_STREAM)")
+	fs.StringVar(&o.stream, "stream", "", "the relay's JetStream stream (RELAY_STREAM); empty: the relay's default for -cluster, KUBE_<cluster>")
 	fs.StringVar(&o.prefix, "prefix", "kube", "the relay's subject prefix (RELAY_SUBJECT_PREFIX)")
 	fs.StringVar(&o.cluster, "cluster", "default", "the relay's cluster name (RELAY_CLUSTER)")
 	fs.StringVar(&o.namespace, "namespace", "", "only ConfigMaps of this namespace; empty: every namespace")
 	fs.StringVar(&o.durable, "durable", "configmap-audit", "durable consumer name: the service's position in the stream")
 	fs.StringVar(&o.journal, "journal", "configmap-audit.jsonl", "journal file: the audit trail, and the record of what was handled")
-	fs.DurationVar(&o.ackWait, "ack-wait", defaultAckWait, "redeliver an event not acknowledged after this long (used when the consumer is created)")
+	fs.DurationVar(&o.ackWait, "ack-wait", defaultAckWait, "redeliver an event not acknowledged after this long (applied to an existing consumer too)")
 	fs.DurationVar(&o.workDelay, "work-delay", 0, "pretend each event takes this long to handle (for demonstrations and tests)")
 	if err := fs.Parse(args); err != nil {
 		return options{}, err
 	}
 	if fs.NArg() > 0 {
 		return options{}, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if o.stream == "" {
+		o.stream = event.DefaultStream(o.cluster)
 	}
 	return o, nil
 }
@@ -128,18 +136,28 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	cons, err := consumer.Durable(ctx, js, o.stream, o.durable, subjects,
-		consumer.MaxAckPending(1), consumer.AckWait(o.ackWait))
+		consumer.MaxAckPending(1), consumer.AckWait(o.ackWait), consumer.UpdateExisting())
 	if err != nil {
 		return err
 	}
-	svc := &service{journal: j, workDelay: o.workDelay, log: log}
-	cc, err := cons.Consume(svc.handle, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+	svc, err := newService(ctx, j, o.workDelay, log)
+	if err != nil {
+		return err
+	}
+	// The handler runs on until the consumer is drained, so it gets a context that outlives
+	// ctx: a SIGTERM lets the event in hand finish instead of failing it.
+	handler, err := svc.messageHandler(context.WithoutCancel(ctx))
+	if err != nil {
+		return err
+	}
+	cc, err := cons.Consume(handler, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 		log.Warn().Err(err).Msg("consume")
 	}))
 	if err != nil {
 		return fmt.Errorf("consume %s: %w", o.durable, err)
 	}
-	log.Info().Str("stream", o.stream).Str("durable", o.durable).Strs("subjects", subjects).Msg("consuming")
+	log.Info().Str("stream", o.stream).Str("durable", o.durable).Strs("subjects", subjects).
+		Bool("created", cons.Created).Bool("updated", cons.Updated).Msg("consuming")
 
 	<-ctx.Done()
 	cc.Drain() // take no more, finish what was delivered

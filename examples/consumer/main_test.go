@@ -34,8 +34,12 @@ var bed relaytest.Bed
 func TestMain(m *testing.M) { bed.Main(m, testenv.Options{Kube: true, NATS: true}) }
 
 const (
-	// objects is how many ConfigMaps the test creates, updates and deletes: three events each.
-	objects = 30
+	// objects is how many ConfigMaps the test creates and updates; it deletes all but every
+	// keepEvery-th of them, so the final state has both objects and deletes to get right.
+	objects   = 30
+	keepEvery = 5
+	// wantEvents is how many events the changes make: three per deleted object, two per kept one.
+	wantEvents = objects*3 - (objects+keepEvery-1)/keepEvery
 	// workDelay slows the example down so that the stream is still flowing when it is killed.
 	workDelay = 15 * time.Millisecond
 	// ackWait is short so that the event in flight at the crash comes back quickly.
@@ -142,7 +146,7 @@ func TestEveryEventHandledOnceAcrossRestarts(t *testing.T) {
 	waitUntil(t, "20 journal entries", func() bool { return len(journalLines(t, journalPath)) >= 20 })
 	stopExample(t, first, syscall.SIGKILL)
 	atKill := len(journalLines(t, journalPath))
-	if atKill >= objects*3 {
+	if atKill >= wantEvents {
 		t.Fatalf("journal complete (%d entries) before the kill: the crash did not happen mid-stream", atKill)
 	}
 	t.Logf("killed with SIGKILL after %d entries", atKill)
@@ -155,7 +159,7 @@ func TestEveryEventHandledOnceAcrossRestarts(t *testing.T) {
 	}
 	atStop := len(journalLines(t, journalPath))
 	t.Logf("stopped with SIGTERM after %d entries", atStop)
-	if atStop >= objects*3 {
+	if atStop >= wantEvents {
 		t.Logf("note: the journal was complete before SIGTERM")
 	}
 
@@ -163,7 +167,7 @@ func TestEveryEventHandledOnceAcrossRestarts(t *testing.T) {
 	if err := <-changeErr; err != nil {
 		t.Fatalf("changes: %v", err)
 	}
-	waitUntil(t, fmt.Sprintf("%d events in the stream", objects*3), func() bool { return stored() >= objects*3 })
+	waitUntil(t, fmt.Sprintf("%d events in the stream", wantEvents), func() bool { return stored() >= wantEvents })
 	cons, err := js.Consumer(ctx, vars["RELAY_STREAM"], "audit")
 	if err != nil {
 		t.Fatal(err)
@@ -176,11 +180,13 @@ func TestEveryEventHandledOnceAcrossRestarts(t *testing.T) {
 	if third.Err() != nil {
 		t.Fatalf("example exit after SIGTERM: %v, want exit 0", third.Err())
 	}
-	entries, events := journalLines(t, journalPath), readStream(t, stream)
-	checkJournal(t, entries, events)
+	entries, streamEvents := journalLines(t, journalPath), readStream(t, stream)
+	checkJournal(t, entries, streamEvents)
+	checkState(t, entries, cs, name)
 
 	// A replay of the whole stream, as after a consumer reset or a relay re-publishing outside
-	// the duplicate window: every event is recognised by its id and nothing is handled again.
+	// the duplicate window: the tracker, rebuilt from the journal, knows every change, and
+	// nothing is handled again.
 	replayArgs := append(args[:len(args):len(args)], "-durable", "audit-replay")
 	replay := startExample(t, bin, replayArgs...)
 	waitUntil(t, "the replay consumer to have nothing pending", func() bool {
@@ -189,11 +195,45 @@ func TestEveryEventHandledOnceAcrossRestarts(t *testing.T) {
 			return false
 		}
 		info, err := cons.Info(ctx)
-		return err == nil && info.NumPending == 0 && info.NumAckPending == 0 && info.AckFloor.Stream >= uint64(len(events))
+		return err == nil && info.NumPending == 0 && info.NumAckPending == 0 && info.AckFloor.Stream >= uint64(len(streamEvents))
 	})
 	stopExample(t, replay, syscall.SIGTERM)
 	if got := len(journalLines(t, journalPath)); got != len(entries) {
 		t.Errorf("after a replay of the stream: got %d journal entries, want still %d", got, len(entries))
+	}
+}
+
+// checkState requires the state the journal describes (per uid, the last change: deleted or
+// not, at which resourceVersion) to be the API server's: the same ConfigMaps, at the same
+// resourceVersions.
+func checkState(t *testing.T, entries []entry, cs kubernetes.Interface, namespace string) {
+	t.Helper()
+	got := make(map[string]string) // uid -> resourceVersion of the live objects
+	for _, en := range entries {
+		if !strings.HasPrefix(en.Name, "cm-") {
+			continue
+		}
+		if en.Type == "deleted" {
+			delete(got, en.UID)
+			continue
+		}
+		got[en.UID] = en.ResourceVersion
+	}
+	list, err := cs.CoreV1().ConfigMaps(namespace).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := make(map[string]string)
+	for _, cm := range list.Items {
+		if strings.HasPrefix(cm.Name, "cm-") { // only the test's own
+			want[string(cm.UID)] = cm.ResourceVersion
+		}
+	}
+	if len(want) != (objects+keepEvery-1)/keepEvery {
+		t.Errorf("API server holds %d of the test's ConfigMaps, want %d", len(want), (objects+keepEvery-1)/keepEvery)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("state from the journal (uid: rv):\n%v\nwant the API server's:\n%v", got, want)
 	}
 }
 
@@ -211,6 +251,9 @@ func makeChanges(ctx context.Context, cs kubernetes.Interface, namespace string)
 		cm.Data["w"] = strconv.Itoa(i)
 		if _, err := cms.Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
 			return err
+		}
+		if i%keepEvery == 0 {
+			continue
 		}
 		if err := cms.Delete(ctx, cm.Name, metav1.DeleteOptions{}); err != nil {
 			return err
@@ -246,8 +289,8 @@ func readStream(t *testing.T, s jetstream.Stream) []consumer.Event {
 // entries in resourceVersion order, and entries that say what the events say.
 func checkJournal(t *testing.T, entries []entry, events []consumer.Event) {
 	t.Helper()
-	if len(events) != objects*3 {
-		t.Errorf("stream: got %d events, want %d", len(events), objects*3)
+	if len(events) != wantEvents {
+		t.Errorf("stream: got %d events, want %d", len(events), wantEvents)
 	}
 	want := make(map[string]consumer.Event, len(events))
 	for _, e := range events {

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -12,55 +14,58 @@ import (
 	"github.com/kube-nats-relay/kube-nats-relay/consumer"
 )
 
-// retryDelay is how long a message waits before it is delivered again after the journal could
-// not be written (a full or failing disk): long enough not to spin, short enough to resume
-// soon after the disk recovers.
-const retryDelay = 5 * time.Second
+// retryDelays are the delays before a message is delivered again after the journal could not
+// be written (a full or failing disk): quick at first, then long enough not to spin, short
+// enough to resume soon after the disk recovers.
+var retryDelays = []time.Duration{time.Second, 5 * time.Second}
 
-// service handles the events one at a time (the consumer calls handle serially).
+// service handles the events one at a time (the consumer calls the handler serially).
 type service struct {
 	journal   *journal
+	tracker   *consumer.Tracker
 	workDelay time.Duration
 	log       *zerolog.Logger
 }
 
-// handle writes one journal entry per event id and acknowledges the message after the entry
-// is on disk. A message that is not a relay event is terminated: delivering it again would
-// not help.
-func (s *service) handle(msg jetstream.Msg) {
-	e, err := consumer.Decode(msg)
-	if err != nil {
-		s.log.Warn().Err(err).Str("subject", msg.Subject()).Msg("not a relay event, terminated")
-		_ = msg.TermWithReason("not a kube-nats-relay event")
-		return
+// newService returns the service over an open journal, its tracker rebuilt from the journal:
+// the journal is where the work goes, so it is also the record of what was handled.
+func newService(ctx context.Context, j *journal, workDelay time.Duration, log *zerolog.Logger) (*service, error) {
+	tr := consumer.NewTracker(nil, 0)
+	for _, e := range j.Loaded() {
+		if err := tr.Record(ctx, e.event()); err != nil {
+			return nil, fmt.Errorf("rebuild tracker from journal: %w", err)
+		}
 	}
-	log := s.log.With().Str("id", e.ID()).Uint64("seq", e.Sequence).Str("type", string(e.Type)).
-		Str("namespace", e.Namespace).Str("name", e.Name).Str("rv", e.ResourceVersion).Logger()
-	if s.journal.Has(e.ID()) {
-		// Handled before a crash or restart took the acknowledgement with it, or replayed by
-		// the relay: acknowledge, do not repeat.
-		log.Debug().Msg("already handled")
-		s.ack(msg, &log)
-		return
-	}
-	if s.workDelay > 0 {
-		time.Sleep(s.workDelay)
-	}
-	if err := s.journal.Append(entryFor(e)); err != nil {
-		log.Error().Err(err).Dur("retry_in", retryDelay).Msg("journal write failed")
-		_ = msg.NakWithDelay(retryDelay)
-		return
-	}
-	log.Debug().Msg("handled")
-	s.ack(msg, &log)
+	return &service{journal: j, tracker: tr, workDelay: workDelay, log: log}, nil
 }
 
-// ack acknowledges msg. A lost acknowledgement only means the event comes again, and is then
-// recognised by its id.
-func (s *service) ack(msg jetstream.Msg, log *zerolog.Logger) {
-	if err := msg.Ack(); err != nil {
-		log.Warn().Err(err).Msg("ack failed; the event will be delivered again and skipped")
+// messageHandler returns the JetStream handler: consumer.Handler around handle, with the
+// tracker, so that a change not newer than the one handled for its object (a redelivery
+// after a crash, a replay by the relay) is acknowledged and not handled again, a message
+// that is not a relay event is terminated, and a failed write is retried.
+func (s *service) messageHandler(ctx context.Context) (jetstream.MessageHandler, error) {
+	return consumer.Handler(ctx, s.handle, consumer.TrackWith(s.tracker), consumer.RetryDelays(retryDelays...),
+		consumer.OnError(func(msg jetstream.Msg, err error) {
+			s.log.Warn().Err(err).Str("subject", msg.Subject()).Msg("event not handled")
+		}))
+}
+
+// handle writes the event's journal entry: the work and the record that it was done, in one
+// synced append, so that no crash can separate them.
+func (s *service) handle(ctx context.Context, e consumer.Event) error {
+	if s.workDelay > 0 {
+		select {
+		case <-time.After(s.workDelay):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
+	if err := s.journal.Append(entryFor(e)); err != nil {
+		return err
+	}
+	s.log.Debug().Str("id", e.ID()).Uint64("seq", e.Sequence).Str("type", string(e.Type)).
+		Str("namespace", e.Namespace).Str("name", e.Name).Str("rv", e.ResourceVersion).Msg("handled")
+	return nil
 }
 
 // entryFor is the audit record of one change. Every valid event gets one, even when its
@@ -68,6 +73,7 @@ func (s *service) ack(msg jetstream.Msg, log *zerolog.Logger) {
 func entryFor(e consumer.Event) entry {
 	en := entry{
 		ID:                e.ID(),
+		Cluster:           e.Cluster,
 		Sequence:          e.Sequence,
 		Type:              string(e.Type),
 		Origin:            string(e.Origin),

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"io"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -51,16 +53,36 @@ func newTestService(t *testing.T) (*service, string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { j.Close() })
-	log := zerolog.Nop()
-	return &service{journal: j, log: &log}, path
+	return newServiceOn(t, j), path
 }
 
-func TestHandleOncePerID(t *testing.T) {
+// newServiceOn returns the service over j, its tracker rebuilt from j.
+func newServiceOn(t *testing.T, j *journal) *service {
+	t.Helper()
+	log := zerolog.Nop()
+	svc, err := newService(context.Background(), j, 0, &log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return svc
+}
+
+// deliver hands msg to the service's JetStream handler.
+func deliver(t *testing.T, svc *service, msg jetstream.Msg) {
+	t.Helper()
+	h, err := svc.messageHandler(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h(msg)
+}
+
+func TestHandleOncePerChangeAcrossRestarts(t *testing.T) {
 	svc, path := newTestService(t)
 	body := `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"settings","namespace":"shop","uid":"u-1","resourceVersion":"10"},"data":{"b":"2","a":"1"}}`
 
 	first := eventMsg(settingsMeta, body)
-	svc.handle(first)
+	deliver(t, svc, first)
 	if first.acked != 1 || svc.journal.Len() != 1 {
 		t.Fatalf("first delivery: got %d acks, %d entries, want 1, 1", first.acked, svc.journal.Len())
 	}
@@ -70,17 +92,25 @@ func TestHandleOncePerID(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc.journal = j
+	svc = newServiceOn(t, j)
 	again := eventMsg(settingsMeta, body)
-	svc.handle(again)
+	deliver(t, svc, again)
 	if again.acked != 1 || svc.journal.Len() != 1 {
 		t.Errorf("redelivery: got %d acks, %d entries, want 1 ack and still 1 entry", again.acked, svc.journal.Len())
+	}
+	// The relay's repeat of that change as modified (same resourceVersion, another id).
+	repeat := settingsMeta
+	repeat.Type = event.Modified
+	r := eventMsg(repeat, body)
+	deliver(t, svc, r)
+	if r.acked != 1 || svc.journal.Len() != 1 {
+		t.Errorf("repeat as modified: got %d acks, %d entries, want 1 ack and still 1 entry", r.acked, svc.journal.Len())
 	}
 	// The next change of the object is new work.
 	next := settingsMeta
 	next.Type, next.ResourceVersion = event.Modified, "11"
 	m := eventMsg(next, body)
-	svc.handle(m)
+	deliver(t, svc, m)
 	if m.acked != 1 || svc.journal.Len() != 2 {
 		t.Errorf("next change: got %d acks, %d entries, want 1, 2", m.acked, svc.journal.Len())
 	}
@@ -89,7 +119,7 @@ func TestHandleOncePerID(t *testing.T) {
 func TestHandleTerminatesForeignMessages(t *testing.T) {
 	svc, _ := newTestService(t)
 	m := &fakeMsg{subject: "kube.prod.core.v1.configmaps.shop.settings.added", header: nats.Header{}, data: []byte("{}")}
-	svc.handle(m)
+	deliver(t, svc, m)
 	if m.termed != 1 || m.acked != 0 || svc.journal.Len() != 0 {
 		t.Errorf("got %d terms, %d acks, %d entries, want 1, 0, 0", m.termed, m.acked, svc.journal.Len())
 	}
@@ -126,7 +156,7 @@ func TestEntryFor(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			svc, _ := newTestService(t)
-			svc.handle(tt.msg)
+			deliver(t, svc, tt.msg)
 			if tt.msg.acked != 1 || svc.journal.Len() != 1 {
 				t.Fatalf("got %d acks, %d entries, want 1, 1: every event gets an entry", tt.msg.acked, svc.journal.Len())
 			}
@@ -143,6 +173,29 @@ func TestEntryFor(t *testing.T) {
 			}
 			if en.ID != e.ID() || en.Observed == nil || !en.Observed.Equal(settingsMeta.Time) {
 				t.Errorf("entry: got id %s observed %v, want %s and %v", en.ID, en.Observed, e.ID(), settingsMeta.Time)
+			}
+		})
+	}
+}
+
+func TestFlagsDefaultToTheClustersStream(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{name: "default cluster", want: "KUBE_default"},
+		{name: "cluster given", args: []string{"-cluster", "prod"}, want: "KUBE_prod"},
+		{name: "stream given", args: []string{"-cluster", "prod", "-stream", "KUBE"}, want: "KUBE"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o, err := parseFlags(tt.args, io.Discard)
+			if err != nil {
+				t.Fatalf("parseFlags: got error %v, want nil", err)
+			}
+			if o.stream != tt.want {
+				t.Errorf("stream: got %q, want %q", o.stream, tt.want)
 			}
 		})
 	}

@@ -6,6 +6,12 @@
 //
 // When everything is ready it writes DIR/env with the export lines to use (KUBECONFIG,
 // NATS_URL, PATH with kubectl and nats) and prints them.
+//
+// -clusters=2 (up to 4) starts the fan-in of docs/operations.md ("Many clusters") instead:
+// a cluster per name (east, west, north, south), each with a leaf nats-server in a JetStream
+// domain of the same name, and a hub nats-server whose aggregate stream KUBE_ALL sources
+// every cluster's stream KUBE_<cluster> once the relays have created them. The env file
+// then holds a kubeconfig and a relay environment per cluster, and the hub's URL and user.
 package main
 
 import (
@@ -35,6 +41,7 @@ func run(ctx context.Context, args []string) error {
 	dir := fs.String("dir", ".cluster", "directory for state, logs and the env file (emptied first)")
 	light := fs.Bool("light", false, "etcd and kube-apiserver only: no controllers, scheduler or nodes")
 	nodes := fs.Int("nodes", 1, "number of simulated nodes (kwok)")
+	clusters := fs.Int("clusters", 1, "number of clusters; 2 to 4 start the fan-in topology (leaves and a hub)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -52,6 +59,13 @@ func run(ctx context.Context, args []string) error {
 
 	if *nodes < 1 {
 		return fmt.Errorf("-nodes %d: want at least 1", *nodes)
+	}
+	if *clusters < 1 || *clusters > len(fanInNames) {
+		return fmt.Errorf("-clusters %d: want 1 to %d", *clusters, len(fanInNames))
+	}
+	if *clusters > 1 {
+		return runFanIn(ctx, fanIn{dir: filepath.Join(abs, "state"), envFile: envFile,
+			clusters: fanInNames[:*clusters], light: *light, nodes: *nodes})
 	}
 	env, err := testenv.Start(ctx, testenv.Options{
 		Kube:           true,

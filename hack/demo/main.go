@@ -38,14 +38,18 @@ import (
 const (
 	cluster   = "demo"
 	prefix    = "kube"
-	stream    = "KUBE"
-	bucket    = "kube-relay-checkpoints"
 	resources = "deployments.apps,replicasets.apps,pods,configmaps,namespaces"
 	// sources is the number of checkpoints the relay writes once it has listed every
 	// resource: one per resource, since no namespaces are configured.
 	sources = 5
 	// namespace holds the story's objects.
 	namespace = "demo"
+)
+
+// The relay's default names for the cluster, which the demo also passes explicitly.
+var (
+	stream = event.DefaultStream(cluster)
+	bucket = event.DefaultCheckpointBucket(cluster)
 )
 
 const (

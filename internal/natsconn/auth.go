@@ -3,7 +3,8 @@ package natsconn
 import "github.com/nats-io/nats.go"
 
 // AuthOptions returns the nats.Options that present c's credentials and client TLS. A seed
-// file that is no NKey seed is a *ConfigError naming RELAY_NATS_NKEY.
+// file that is no NKey seed is a *ConfigError naming where it came from. c should be resolved
+// (Resolve).
 func (c Config) AuthOptions() ([]nats.Option, error) {
 	var opts []nats.Option
 	switch {
@@ -16,7 +17,7 @@ func (c Config) AuthOptions() ([]nats.Option, error) {
 	case c.NKey != "":
 		opt, err := nats.NkeyOptionFromSeed(c.NKey)
 		if err != nil {
-			return nil, &ConfigError{Problems: []Problem{{Var: varNKey, Value: c.NKey, Reason: err.Error()}}}
+			return nil, &ConfigError{Problems: []Problem{{Var: c.name(settingNKey), Value: c.NKey, Reason: err.Error()}}}
 		}
 		opts = append(opts, opt)
 	}

@@ -71,6 +71,31 @@ type Config struct {
 	// TLSCA, TLSCert and TLSKey are PEM files: the CA that verifies the server, and a client
 	// certificate with its key; only with URL.
 	TLSCA, TLSCert, TLSKey string
+
+	// JSDomain is the JetStream domain the relay's stream and buckets live in
+	// (RELAY_JS_DOMAIN), as a leaf node's JetStream domain; JSAPIPrefix is the JetStream API
+	// prefix an account import maps (RELAY_JS_API_PREFIX). At most one is set; empty uses
+	// the connected server's own JetStream.
+	JSDomain, JSAPIPrefix string
+	// InboxPrefix replaces "_INBOX" in the subjects replies come back on (PubAck, JetStream
+	// API and key-value replies), for permissions that allow other inboxes only
+	// (RELAY_NATS_INBOX_PREFIX).
+	InboxPrefix string
+
+	// CLI holds the nats CLI's conventional variables (NATS_USER, ...), used for each setting
+	// the relay's own variables leave empty.
+	CLI CLIVars
+	// Context is a nats CLI context (NATS_CONTEXT): a name, found in
+	// <ConfigDir>/nats/context/<name>.json, or the path of a .json file. Its settings apply
+	// where neither the relay's variables nor the nats CLI's set them (Resolve).
+	Context string
+	// ConfigDir is the directory the nats CLI keeps its configuration in: $XDG_CONFIG_HOME,
+	// else ~/.config.
+	ConfigDir string
+
+	// from names where Resolve took each setting from; resolved is set by Resolve.
+	from     origins
+	resolved bool
 }
 
 // URLs returns the server URLs, blanks trimmed, or nil for the embedded server.
@@ -121,7 +146,8 @@ type problems []Problem
 
 // add records a problem with name's value, redacted if name is a secret.
 func (ps *problems) add(name, value, reason string) {
-	if name == varPassword || name == varToken {
+	switch name {
+	case varPassword, varToken, varCLIPassword, varCLIToken:
 		value = Redacted
 	}
 	*ps = append(*ps, Problem{Var: name, Value: value, Reason: reason})
@@ -135,12 +161,37 @@ func (ps problems) err() error {
 	return &ConfigError{Problems: ps}
 }
 
-// Validate checks c and returns a *ConfigError listing every problem, or nil: the URLs, the
-// embedded server's listen address and storage, one authentication method with its files
-// readable, and what the embedded server cannot honour (see validateEmbedded).
+// Validate resolves c (Resolve) and returns a *ConfigError listing every problem, or nil:
+// the context, the URLs, the embedded server's listen address and storage, one
+// authentication method with its files readable, the JetStream domain or API prefix and the
+// inbox prefix, the nats CLI's variables the relay cannot honour (NATS_JWT, NATS_SEED,
+// NATS_SOCKS_PROXY), and what the embedded server cannot honour (see validateEmbedded). Each
+// problem names the variable, or the context and its field, that set the value.
 func (c Config) Validate() error {
+	r, err := c.Resolve()
+	if err == nil {
+		return r.validate()
+	}
+	// The context is unusable: report its problems and those of the other settings.
+	var cerr *ConfigError
+	if !errors.As(err, &cerr) {
+		return err
+	}
+	ps := problems(cerr.Problems)
+	withoutContext := c
+	withoutContext.Context = ""
+	if r, err := withoutContext.Resolve(); err == nil {
+		if rerr := (*ConfigError)(nil); errors.As(r.validate(), &rerr) {
+			ps = append(ps, rerr.Problems...)
+		}
+	}
+	return ps.err()
+}
+
+// validate is Validate of a resolved Config.
+func (c Config) validate() error {
 	var ps problems
-	ps = append(ps, CheckURLs(varURL, c.URL)...)
+	ps = append(ps, CheckURLs(c.name(settingURL), c.URL)...)
 	if c.Embedded() {
 		if _, port, err := net.SplitHostPort(c.Listen); err != nil {
 			ps.add(varListen, c.Listen, "must be host:port")
@@ -154,22 +205,25 @@ func (c Config) Validate() error {
 
 	// Authentication: user and password go together, and at most one method.
 	if c.User != "" && c.Password == "" {
-		ps.add(varUser, c.User, "RELAY_NATS_PASSWORD must be set too")
+		ps.add(c.name(settingUser), c.User, anyName(settingPassword)+" must be set too")
 	}
 	if c.Password != "" && c.User == "" {
-		ps.add(varPassword, string(c.Password), "RELAY_NATS_USER must be set too")
+		ps.add(c.name(settingPassword), Redacted, anyName(settingUser)+" must be set too")
 	}
 	type method struct{ name, value string }
 	var methods []method
 	switch {
 	case c.User != "":
-		methods = append(methods, method{varUser, c.User})
+		methods = append(methods, method{c.name(settingUser), c.User})
 	case c.Password != "":
-		methods = append(methods, method{varPassword, string(c.Password)})
+		methods = append(methods, method{c.name(settingPassword), Redacted})
 	}
-	for _, m := range []method{{varToken, string(c.Token)}, {varCreds, c.Creds}, {varNKey, c.NKey}} {
-		if m.value != "" {
-			methods = append(methods, m)
+	if c.Token != "" {
+		methods = append(methods, method{c.name(settingToken), Redacted})
+	}
+	for _, s := range []setting{settingCreds, settingNKey} {
+		if v := *c.field(s); v != "" {
+			methods = append(methods, method{c.name(s), c.shown(s)})
 		}
 	}
 	if len(methods) > 1 {
@@ -178,19 +232,34 @@ func (c Config) Validate() error {
 		}
 	}
 
-	for _, f := range []struct{ name, path string }{
-		{varCreds, c.Creds}, {varNKey, c.NKey}, {varTLSCA, c.TLSCA}, {varTLSCert, c.TLSCert}, {varTLSKey, c.TLSKey},
-	} {
-		checkReadableFile(&ps, f.name, f.path)
+	for _, s := range []setting{settingCreds, settingNKey, settingTLSCA, settingTLSCert, settingTLSKey} {
+		if scheme := resolverScheme(*c.field(s)); scheme != "" {
+			ps.add(c.name(s), c.shown(s), fmt.Sprintf("a reference (scheme %s:), which the relay does not resolve: give the file's path", scheme))
+			continue
+		}
+		checkReadableFile(&ps, c.name(s), *c.field(s))
 	}
 	if c.TLSCert != "" && c.TLSKey == "" {
-		ps.add(varTLSCert, c.TLSCert, "RELAY_NATS_TLS_KEY must be set too")
+		ps.add(c.name(settingTLSCert), c.TLSCert, anyName(settingTLSKey)+" must be set too")
 	}
 	if c.TLSKey != "" && c.TLSCert == "" {
-		ps.add(varTLSKey, c.TLSKey, "RELAY_NATS_TLS_CERT must be set too")
+		ps.add(c.name(settingTLSKey), c.TLSKey, anyName(settingTLSCert)+" must be set too")
 	}
+	c.CLI.unsupported(&ps)
+	c.validateJetStream(&ps)
 	c.validateEmbedded(&ps)
 	return ps.err()
+}
+
+// shown is how a problem quotes c's value of s: a credential file's path as given, but
+// neither a password or token nor a credential reference (a data: URI holds the credentials
+// themselves).
+func (c Config) shown(s setting) string {
+	v := *c.field(s)
+	if s == settingPassword || s == settingToken || resolverScheme(v) != "" {
+		return Redacted
+	}
+	return v
 }
 
 // CheckURLs reports the problems of raw, a comma-separated list of NATS server URLs given as

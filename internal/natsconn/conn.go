@@ -75,13 +75,23 @@ func (r *resettableDialer) reset() {
 	}
 }
 
-// Connect connects (starting the embedded server first when cfg has no URL) and waits for
+// Connect resolves cfg (Resolve), logs where each setting came from (names only), connects
+// (starting the embedded server first when cfg has no URL) and waits for
 // the first connection, retrying until ctx ends. A connection the client gives up on, then
 // or later, calls lost once with ErrClosed wrapping the client's last error; a close asked
 // for with Close or Abort does not. cfg must be valid (Validate); a seed file that is no NKey
 // seed comes back as a *ConfigError.
 func Connect(ctx context.Context, cfg Config, lost func(cause error)) (*Conn, error) {
 	log := zerolog.Ctx(ctx)
+	cfg, err := cfg.Resolve()
+	if err != nil {
+		return nil, err
+	}
+	origins := zerolog.Dict()
+	for key, from := range cfg.Origins() {
+		origins.Str(key, from)
+	}
+	log.Info().Dict("from", origins).Msg("nats settings")
 	c := &Conn{dialer: &resettableDialer{d: net.Dialer{Timeout: nats.DefaultTimeout}}}
 	urls := strings.Join(cfg.URLs(), ",")
 	// The client reports its end on a goroutine of its own, which may run before or after
@@ -140,6 +150,7 @@ func Connect(ctx context.Context, cfg Config, lost func(cause error)) (*Conn, er
 		return nil, err
 	}
 	opts = append(opts, auth...)
+	opts = append(opts, cfg.clientOptions()...)
 	nc, err := nats.Connect(urls, opts...)
 	if err != nil {
 		c.Close(ctx)
@@ -209,8 +220,8 @@ func (c *Conn) Abort() {
 	}
 }
 
-// Dial connects a short-lived client such as relay tail, named name, with cfg's URL and
-// credentials. Unlike Connect it does not wait for a server that is not there (timeout
+// Dial connects a short-lived client such as relay tail, named name, with cfg's URL,
+// credentials and inbox prefix (resolved first, see Resolve). Unlike Connect it does not wait for a server that is not there (timeout
 // bounds the first attempt) and starts no embedded server; once connected it reconnects for
 // as long as it runs. Its error quotes no credentials.
 func Dial(cfg Config, name string, timeout time.Duration) (*nats.Conn, error) {
@@ -220,11 +231,16 @@ func Dial(cfg Config, name string, timeout time.Duration) (*nats.Conn, error) {
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(reconnectWait),
 	}
+	cfg, err := cfg.Resolve()
+	if err != nil {
+		return nil, err
+	}
 	auth, err := cfg.AuthOptions()
 	if err != nil {
 		return nil, err
 	}
 	opts = append(opts, auth...)
+	opts = append(opts, cfg.clientOptions()...)
 	nc, err := nats.Connect(cfg.URL, opts...)
 	if err != nil {
 		// Not wrapped: nats.go's errors may quote the URL, credentials included.

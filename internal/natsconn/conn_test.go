@@ -5,24 +5,22 @@ import (
 	"errors"
 	"io"
 	"net"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
+	"github.com/kube-nats-relay/kube-nats-relay/internal/natstest"
 	"github.com/kube-nats-relay/kube-nats-relay/internal/relaytest"
 	"github.com/kube-nats-relay/kube-nats-relay/internal/testenv"
 )
 
 const (
-	// serverReadyTimeout bounds the start of an in-process nats-server.
-	serverReadyTimeout = 10 * time.Second
+	// dialTimeout bounds a dial of an in-process nats-server, ready when dialled.
+	dialTimeout = 10 * time.Second
 	// connectTestTimeout bounds a Connect that would otherwise retry for ever.
 	connectTestTimeout = 30 * time.Second
 )
@@ -101,12 +99,12 @@ func TestDialPresentsEachKindOfCredentials(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s := startServer(t, auth.ServerConfig)
+			s := natstest.Start(t, natstest.ParseConfig(t, auth.ServerConfig))
 			cfg := clientConfig(s.ClientURL(), auth)
 			if err := cfg.Validate(); err != nil {
 				t.Fatalf("Validate: %v", err)
 			}
-			nc, err := Dial(cfg, "natsconn-test", serverReadyTimeout)
+			nc, err := Dial(cfg, "natsconn-test", dialTimeout)
 			if err != nil {
 				t.Fatalf("Dial with the server's credentials: %v", err)
 			}
@@ -114,7 +112,7 @@ func TestDialPresentsEachKindOfCredentials(t *testing.T) {
 			if _, err := nc.RTT(); err != nil {
 				t.Errorf("round trip: %v", err)
 			}
-			if nc, err := Dial(Config{URL: s.ClientURL()}, "natsconn-test", serverReadyTimeout); err == nil {
+			if nc, err := Dial(Config{URL: s.ClientURL()}, "natsconn-test", dialTimeout); err == nil {
 				nc.Close()
 				t.Errorf("Dial without credentials: got a connection, want it refused")
 			}
@@ -123,10 +121,10 @@ func TestDialPresentsEachKindOfCredentials(t *testing.T) {
 }
 
 func TestDialErrorQuotesNoCredentials(t *testing.T) {
-	s := startServer(t, testenv.TokenAuth("right-token").ServerConfig)
+	s := natstest.Start(t, natstest.ParseConfig(t, testenv.TokenAuth("right-token").ServerConfig))
 	host := strings.TrimPrefix(s.ClientURL(), "nats://")
 	for _, url := range []string{"nats://relay:pw-secret@" + host, "nats://tok-secret@" + host, "nats://relay:pw-secret@127.0.0.1:" + relaytest.FreePort(t)} {
-		_, err := Dial(Config{URL: url}, "natsconn-test", serverReadyTimeout)
+		_, err := Dial(Config{URL: url}, "natsconn-test", dialTimeout)
 		if err == nil {
 			t.Fatalf("Dial %s: got a connection, want an error", RedactURL(url))
 		}
@@ -168,7 +166,7 @@ func TestConnectedEmbeddedServerRequiresTheConfiguredCredentials(t *testing.T) {
 				t.Fatalf("Connect returned a connection in state %s, want connected", conn.NATS().Status())
 			}
 			url := "nats://127.0.0.1:" + port
-			nc, err := nats.Connect(url, nats.Timeout(serverReadyTimeout))
+			nc, err := nats.Connect(url, nats.Timeout(dialTimeout))
 			if err == nil {
 				nc.Close()
 			}
@@ -180,7 +178,7 @@ func TestConnectedEmbeddedServerRequiresTheConfiguredCredentials(t *testing.T) {
 }
 
 func TestConnectReportsCredentialsRefusedForGood(t *testing.T) {
-	s := startServer(t, testenv.TokenAuth("right-token").ServerConfig)
+	s := natstest.Start(t, natstest.ParseConfig(t, testenv.TokenAuth("right-token").ServerConfig))
 	url := "nats://wrong-secret@" + strings.TrimPrefix(s.ClientURL(), "nats://")
 	var mu sync.Mutex
 	var causes []error
@@ -209,7 +207,7 @@ func TestConnectStopsWaitingWhenTheContextEnds(t *testing.T) {
 }
 
 func TestAbortStopsPublishingWithoutReportingLost(t *testing.T) {
-	s := startServer(t, "")
+	s := natstest.Start(t, nil)
 	ctx := context.Background()
 	conn, err := Connect(ctx, Config{URL: s.ClientURL()}, func(cause error) { t.Errorf("lost: %v", cause) })
 	if err != nil {
@@ -225,36 +223,4 @@ func TestAbortStopsPublishingWithoutReportingLost(t *testing.T) {
 		t.Errorf("publish after Abort: got %v, want %v", err, nats.ErrConnectionClosed)
 	}
 	conn.Close(ctx) // still allowed
-}
-
-// startServer starts an in-process nats-server with JetStream on a free loopback port, conf
-// (a nats-server configuration block such as testenv.NATSAuth.ServerConfig) applied.
-func startServer(t *testing.T, conf string) *server.Server {
-	t.Helper()
-	dir := t.TempDir()
-	path := filepath.Join(dir, "nats.conf")
-	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	opts, err := server.ProcessConfigFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts.Host, opts.Port = "127.0.0.1", server.RANDOM_PORT
-	opts.JetStream, opts.StoreDir = true, filepath.Join(dir, "jetstream")
-	opts.NoLog, opts.NoSigs = true, true
-	s, err := server.NewServer(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go s.Start()
-	if !s.ReadyForConnections(serverReadyTimeout) {
-		s.Shutdown()
-		t.Fatalf("nats-server not ready after %s", serverReadyTimeout)
-	}
-	t.Cleanup(func() {
-		s.Shutdown()
-		s.WaitForShutdown()
-	})
-	return s
 }

@@ -4,8 +4,16 @@
 // (Conn.Abort) of a leader that lost its lease.
 //
 // The relay and `relay tail` build their connections from one Config, which cmd/relay fills
-// from the environment; this package reads no environment itself, but its problems name the
-// variables the relay reads (NATS_URL, RELAY_NATS_*), so that an operator knows what to fix.
+// from the environment; this package reads no environment itself (beyond expanding ~ and
+// $VARIABLES in a context's file paths, as the nats CLI does), but its problems name the
+// variables the relay reads (NATS_URL, RELAY_NATS_*, RELAY_JS_*, the nats CLI's NATS_*) or
+// the context and field, so that an operator knows what to fix.
+//
+// Resolution (Config.Resolve), per setting: the relay's variables win, then the nats CLI's
+// conventional variables (NATS_USER, NATS_PASSWORD, NATS_TOKEN, NATS_CREDS, NATS_NKEY,
+// NATS_CA, NATS_CERT, NATS_KEY), then a nats CLI context (NATS_CONTEXT); the JetStream domain
+// and API prefix count as one setting. A context is read with jsm.go natscontext's field
+// names; a field the relay cannot honour is an error, never ignored.
 //
 // Guarantees:
 //   - Config.Validate reports every problem at once, each naming the variable and its value;
@@ -18,6 +26,9 @@
 //     ErrClosed; a close the caller asked for (Close, Abort) is not.
 //   - After Abort nothing handed to the client reaches the server: the connection is closed
 //     without draining and its socket reset, so the kernel does not send what it still holds.
+//   - Config.JetStream addresses the configured JetStream domain or API prefix, and every
+//     connection replies on the configured inbox prefix, so that the stream, the buckets and
+//     every reply (PubAcks, API and key-value requests) follow them.
 //
 // Not guaranteed: the embedded server serves no TLS and cannot verify JWT credentials files;
 // it is meant for development and single-node installations.

@@ -39,13 +39,13 @@ func (c Config) validateEmbedded(ps *problems) {
 		return
 	}
 	if c.Creds != "" {
-		ps.add(varCreds, c.Creds, "the embedded nats-server (NATS_URL empty) cannot verify a JWT credentials file "+
+		ps.add(c.name(settingCreds), c.shown(settingCreds), "the embedded nats-server (NATS_URL empty) cannot verify a JWT credentials file "+
 			"without the operator and account that issued it: use "+embeddedAuthVars+", or set NATS_URL")
 	}
 	for _, v := range []struct{ name, value string }{
-		{varTLSCA, c.TLSCA},
-		{varTLSCert, c.TLSCert},
-		{varTLSKey, c.TLSKey},
+		{c.name(settingTLSCA), c.TLSCA},
+		{c.name(settingTLSCert), c.TLSCert},
+		{c.name(settingTLSKey), c.TLSKey},
 	} {
 		if v.value != "" {
 			ps.add(v.name, v.value, "client TLS to an external NATS: the embedded nats-server (NATS_URL empty) serves no TLS; "+
@@ -103,7 +103,7 @@ func (c Config) requireOn(opts *server.Options) error {
 	case c.NKey != "":
 		pub, err := nkeyPublicUserKey(c.NKey)
 		if err != nil {
-			return &ConfigError{Problems: []Problem{{Var: varNKey, Value: c.NKey, Reason: err.Error()}}}
+			return &ConfigError{Problems: []Problem{{Var: c.name(settingNKey), Value: c.NKey, Reason: err.Error()}}}
 		}
 		opts.Nkeys = []*server.NkeyUser{{Nkey: pub}}
 	}
@@ -133,7 +133,8 @@ func nkeyPublicUserKey(path string) (string, error) {
 	return pub, nil
 }
 
-// startEmbedded starts the embedded nats-server on c.Listen with JetStream in c.DataDir,
+// startEmbedded starts the embedded nats-server on c.Listen with JetStream in c.DataDir (in
+// c.JSDomain when set),
 // requiring c's credentials from every client. c must be valid (Validate).
 func startEmbedded(c Config) (*server.Server, error) {
 	host, portStr, _ := net.SplitHostPort(c.Listen) // validated in Config
@@ -148,8 +149,10 @@ func startEmbedded(c Config) (*server.Server, error) {
 		Port:       port,
 		JetStream:  true,
 		StoreDir:   dir,
-		NoSigs:     true,
-		NoLog:      true,
+		// A relay given a domain finds its stream there, as on a leaf node of that domain.
+		JetStreamDomain: c.JSDomain,
+		NoSigs:          true,
+		NoLog:           true,
 	}
 	if err := c.requireOn(opts); err != nil {
 		return nil, err

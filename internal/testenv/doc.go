@@ -1,7 +1,9 @@
 // Package testenv runs the real components the relay works with, for integration tests and
 // for the local cluster people try consumers against: etcd and kube-apiserver built from the
 // pinned Kubernetes modules (static token, client certificates and service account tokens,
-// RBAC authorization), and nats-server with JetStream, alone or as a 3-node cluster.
+// RBAC authorization), and nats-server with JetStream, alone or as a 3-node cluster, or as
+// the fan-in of docs/operations.md ("Many clusters"): a hub and leaves in JetStream domains of
+// their own, each leaf's link to the hub through a Proxy that can be cut.
 //
 // Two control-plane modes, chosen per test package in Options: Kube runs etcd and
 // kube-apiserver only (the API without any behaviour: a Deployment never gets Pods, a deleted

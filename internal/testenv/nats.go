@@ -18,6 +18,13 @@ type NATSOptions struct {
 	// authorization, operator and resolver, or tls. Empty leaves the server open to every
 	// client. NATSAuth.ServerConfig holds one (see NewNKeyAuth and its siblings).
 	Auth string
+	// Domain is the server's JetStream domain; empty leaves it unset.
+	Domain string
+	// Extra is more configuration appended verbatim after Auth: accounts, leafnodes.
+	Extra string
+	// Env holds NAME=value pairs added to the server's environment, which it resolves
+	// $NAME in its configuration from (passwords kept out of the file).
+	Env []string
 }
 
 // NATSServer is a nats-server process with JetStream and file storage. It can be killed with
@@ -58,7 +65,11 @@ func newNATSServer(dir, name string, port, monitorPort int, cluster string, opts
 	}
 	var conf strings.Builder
 	fmt.Fprintf(&conf, "server_name: %q\nlisten: \"127.0.0.1:%d\"\nhttp: \"127.0.0.1:%d\"\n", name, port, monitorPort)
-	fmt.Fprintf(&conf, "jetstream {\n  store_dir: %q\n}\n", filepath.Join(dir, "jetstream"))
+	fmt.Fprintf(&conf, "jetstream {\n  store_dir: %q\n", filepath.Join(dir, "jetstream"))
+	if opts.Domain != "" {
+		fmt.Fprintf(&conf, "  domain: %s\n", opts.Domain)
+	}
+	conf.WriteString("}\n")
 	if opts.MaxPayload > 0 {
 		fmt.Fprintf(&conf, "max_payload: %d\n", opts.MaxPayload)
 	}
@@ -67,6 +78,7 @@ func newNATSServer(dir, name string, port, monitorPort int, cluster string, opts
 		conf.WriteString(opts.Auth)
 		conf.WriteString("\n")
 	}
+	conf.WriteString(opts.Extra)
 	confPath := filepath.Join(dir, "nats.conf")
 	if err := os.WriteFile(confPath, []byte(conf.String()), 0o600); err != nil {
 		return nil, err
@@ -82,6 +94,7 @@ func newNATSServer(dir, name string, port, monitorPort int, cluster string, opts
 			path:    bin,
 			args:    []string{"-c", confPath},
 			logPath: filepath.Join(dir, "nats-server.log"),
+			env:     opts.Env,
 		},
 	}, nil
 }
@@ -116,6 +129,9 @@ func (s *NATSServer) MonitorURL() string { return s.monitor }
 // LogPath is the file the server's output (its log) goes to.
 func (s *NATSServer) LogPath() string { return s.proc.logPath }
 
+// LogTail returns the end of the server's log, for a failing test to print.
+func (s *NATSServer) LogTail() string { return s.proc.tail() }
+
 // StoreDir is the JetStream storage directory, kept across Kill and Start.
 func (s *NATSServer) StoreDir() string { return filepath.Join(s.dir, "jetstream") }
 
@@ -128,6 +144,12 @@ type NATSCluster struct {
 // StartNATSCluster starts n clustered nats-servers with state under dir and waits until each
 // reports JetStream healthy.
 func StartNATSCluster(ctx context.Context, dir string, n int, opts NATSOptions) (c *NATSCluster, err error) {
+	return startNATSCluster(ctx, dir, "nats", n, func(int) NATSOptions { return opts })
+}
+
+// startNATSCluster starts n clustered nats-servers named prefix-0, prefix-1, ..., node i with
+// the options opts(i).
+func startNATSCluster(ctx context.Context, dir, prefix string, n int, opts func(i int) NATSOptions) (c *NATSCluster, err error) {
 	ports, err := freePorts(3 * n)
 	if err != nil {
 		return nil, err
@@ -146,8 +168,8 @@ func StartNATSCluster(ctx context.Context, dir string, n int, opts NATSOptions) 
 	for i := range n {
 		cluster := fmt.Sprintf("cluster {\n  name: testenv\n  listen: \"127.0.0.1:%d\"\n  routes: [%s]\n}\n",
 			ports[3*i+2], strings.Join(routes, ", "))
-		s, err := newNATSServer(filepath.Join(dir, fmt.Sprintf("nats-%d", i)), fmt.Sprintf("nats-%d", i),
-			ports[3*i], ports[3*i+1], cluster, opts)
+		name := fmt.Sprintf("%s-%d", prefix, i)
+		s, err := newNATSServer(filepath.Join(dir, name), name, ports[3*i], ports[3*i+1], cluster, opts(i))
 		if err != nil {
 			return nil, err
 		}

@@ -265,6 +265,8 @@ writes it: digits, an optional fraction and a suffix (Ki Mi Gi Ti Pi Ei, k M G T
   "RELAY_STREAM_REPLICAS" $v.relay.streamReplicas
   "RELAY_DUPLICATE_WINDOW" $v.relay.duplicateWindow
   "RELAY_MAX_AGE" $v.relay.maxAge
+  "RELAY_MAX_BYTES" $v.relay.maxBytes
+  "RELAY_STREAM_COMPRESSION" $v.relay.streamCompression
   "RELAY_CHECKPOINT_BUCKET" $v.relay.checkpointBucket
   "RELAY_INDEX_BUCKET" $v.relay.indexBucket
   "RELAY_CHECKPOINT_INTERVAL" $v.relay.checkpointInterval
@@ -277,7 +279,10 @@ writes it: digits, an optional fraction and a suffix (Ki Mi Gi Ti Pi Ei, k M G T
   "RELAY_KUBE_BURST" $v.relay.kubeBurst
   "RELAY_KUBE_COMPRESSION" $v.relay.kubeCompression
   "RELAY_LOG_LEVEL" $v.relay.logLevel
-  "RELAY_LOG_FORMAT" $v.relay.logFormat }}
+  "RELAY_LOG_FORMAT" $v.relay.logFormat
+  "RELAY_JS_DOMAIN" $v.nats.jetstream.domain
+  "RELAY_JS_API_PREFIX" $v.nats.jetstream.apiPrefix
+  "RELAY_NATS_INBOX_PREFIX" $v.nats.inboxPrefix }}
 {{- range $name, $s := $scalars }}
 {{- if ne (toString ($s | default "")) "" }}{{ $_ := set $env $name (dict "name" $name "value" (toString $s)) }}{{ end }}
 {{- end }}

@@ -26,6 +26,7 @@ RELAY_LEASE_DURATION: {value: leaderElection.leaseDuration, type: duration, min:
 RELAY_RENEW_DEADLINE: {value: leaderElection.renewDeadline, type: duration, min: 100ms, max: 5m, default: 10s}
 RELAY_RETRY_PERIOD: {value: leaderElection.retryPeriod, type: duration, min: 100ms, max: 5m, default: 2s}
 RELAY_MEMORY_BUDGET: {value: relay.memoryBudget, type: quantity, min: 1Mi, max: 1Ti}
+RELAY_MAX_BYTES: {value: relay.maxBytes, type: quantity, min: 1Mi, max: 1Pi, zero: unlimited}
 {{- end }}
 
 {{/*
@@ -118,6 +119,7 @@ nothing. Arguments: dict "var" name "entry" the relayRanges entry "raw" the valu
 {{- $b := include "kube-nats-relay.quantityBytes" $raw }}
 {{- if eq $b "invalid" }}{{ printf "%s: not a quantity: bytes with an optional suffix, such as 64Mi or 1G" $name }}
 {{- else if ne (floor $b) (float64 $b) }}{{ printf "%s: not a whole number of bytes" $name }}
+{{- else if and $e.zero (eq (float64 $b) 0.0) }}
 {{- else if or (lt (float64 $b) (float64 (include "kube-nats-relay.quantityBytes" $e.min))) (gt (float64 $b) (float64 (include "kube-nats-relay.quantityBytes" $e.max))) }}{{ printf "%s: %s" $name $range }}
 {{- end }}
 {{- end }}
@@ -188,8 +190,17 @@ Arguments: dict "env" the rendered environment "var" name "ranges" the relayRang
 {{- $problems = append $problems (printf "relay.streamReplicas (RELAY_STREAM_REPLICAS) %q: must be 1 with the embedded nats-server (nats.urls is empty)" (get $value "RELAY_STREAM_REPLICAS")) }}
 {{- end }}
 
-{{- if eq (get $value "RELAY_INDEX_BUCKET" | default "kube-relay-index") (get $value "RELAY_CHECKPOINT_BUCKET" | default "kube-relay-checkpoints") }}
-{{- $problems = append $problems (printf "relay.indexBucket (RELAY_INDEX_BUCKET) %q: must differ from relay.checkpointBucket (RELAY_CHECKPOINT_BUCKET)" (get $value "RELAY_INDEX_BUCKET" | default "kube-relay-index")) }}
+{{- $clusterName := get $value "RELAY_CLUSTER" | default "default" }}
+{{- $indexBucket := get $value "RELAY_INDEX_BUCKET" | default (printf "kube-relay-index-%s" $clusterName) }}
+{{- if eq $indexBucket (get $value "RELAY_CHECKPOINT_BUCKET" | default (printf "kube-relay-checkpoints-%s" $clusterName)) }}
+{{- $problems = append $problems (printf "relay.indexBucket (RELAY_INDEX_BUCKET) %q: must differ from relay.checkpointBucket (RELAY_CHECKPOINT_BUCKET)" $indexBucket) }}
+{{- end }}
+
+{{- if and (get $value "RELAY_JS_DOMAIN") (get $value "RELAY_JS_API_PREFIX") }}
+{{- $problems = append $problems (printf "nats.jetstream.apiPrefix (RELAY_JS_API_PREFIX) %q: conflicts with nats.jetstream.domain (RELAY_JS_DOMAIN) %q: set a JetStream domain or an API prefix, not both" (get $value "RELAY_JS_API_PREFIX") (get $value "RELAY_JS_DOMAIN")) }}
+{{- end }}
+{{- if and $embedded (get $value "RELAY_JS_API_PREFIX") }}
+{{- $problems = append $problems (printf "nats.jetstream.apiPrefix (RELAY_JS_API_PREFIX) %q: the embedded nats-server (nats.urls empty) imports no JetStream API: unset it, or set nats.urls" (get $value "RELAY_JS_API_PREFIX")) }}
 {{- end }}
 
 {{- /* NATS URLs: what nats.Connect and the relay accept. */}}

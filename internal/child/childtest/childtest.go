@@ -25,9 +25,18 @@ func Start(t testing.TB, spec child.Spec) *child.Process {
 	return p
 }
 
-// Env returns vars as a minimal environment (child.MinimalEnv): PATH, HOME and vars only.
+// noConfigDir is the XDG_CONFIG_HOME of a test's child unless the test sets one: a directory
+// that does not exist, so that no configuration of the machine's user (the nats CLI's
+// selected context, which relay tail follows) reaches the test.
+const noConfigDir = "/nonexistent/kube-nats-relay-test-config"
+
+// Env returns vars as a minimal environment (child.MinimalEnv): PATH, HOME, an
+// XDG_CONFIG_HOME of no files, and vars only.
 func Env(vars map[string]string) []string {
-	env := make([]string, 0, len(vars))
+	env := make([]string, 0, len(vars)+1)
+	if _, ok := vars["XDG_CONFIG_HOME"]; !ok {
+		env = append(env, "XDG_CONFIG_HOME="+noConfigDir)
+	}
 	for k, v := range vars {
 		env = append(env, k+"="+v)
 	}

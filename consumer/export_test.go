@@ -1,0 +1,18 @@
+package consumer
+
+import (
+	"maps"
+	"time"
+)
+
+// SetTrackerClock makes t read the time from now, so tests move it instead of waiting.
+func SetTrackerClock(t *Tracker, now func() time.Time) { t.now = now }
+
+// TrackedStates returns a copy of the states of a Tracker that keeps them in a MemoryStore,
+// so tests compare what it recorded.
+func TrackedStates(t *Tracker) map[ObjectKey]TrackedState {
+	m := t.store.(*MemoryStore)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return maps.Clone(m.states)
+}
