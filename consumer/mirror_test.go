@@ -211,7 +211,9 @@ func TestBootstrapFailsForAResourceNotMirrored(t *testing.T) {
 	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		var err error
 		snap, err = consumer.Bootstrap(ctx, js, bucket, stream, mustMirrorFilter(t, name, schema.GroupResource{Resource: "configmaps"}, ""))
-		return err == nil, nil
+		// A mirrored resource without objects yet is an empty snapshot, not an error: wait
+		// for the entry itself.
+		return err == nil && len(snap.Entries) > 0, nil
 	})
 	if err != nil {
 		t.Fatalf("ConfigMap a never reached the mirror: %v", err)
