@@ -1,0 +1,227 @@
+package filter
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
+)
+
+// CheckExpression type-checks expr, a when expression or a derived event's condition,
+// with object and oldObject typed by s (dyn when s is nil or untyped), as
+// ValidatingAdmissionPolicy checks its expressions against the schemas of the resources it
+// matches: a field the schema does not declare, an operator applied to the wrong types, or
+// a result that is not a bool, is a problem. It returns every problem with ExprLine,
+// ExprColumn and Message set (the caller names the file, rule and field), or nil.
+//
+// Only the check is typed: evaluation stays dyn (Compile), so what the check accepts
+// behaves as before, and the check accepts only what evaluation can run over the JSON
+// values of objects of that schema (see Schema for where it is looser).
+func CheckExpression(expr string, s *Schema) []Problem {
+	var issues []celIssue
+	if !s.Typed() {
+		_, issues = compileWhen(expr)
+	} else {
+		issues = checkTyped(expr, s)
+	}
+	var out []Problem
+	for _, iss := range issues {
+		out = append(out, Problem{ExprLine: iss.line, ExprColumn: iss.column, Message: iss.message})
+	}
+	return out
+}
+
+// checkTyped compiles expr in an environment where object and oldObject have s's type.
+func checkTyped(expr string, s *Schema) []celIssue {
+	lib, err := celLibraryEnv()
+	if err != nil {
+		return []celIssue{{message: fmt.Sprintf("CEL environment: %v", err)}}
+	}
+	p := &schemaProvider{Provider: lib.CELTypeProvider(), structs: s.structs}
+	env, err := lib.Extend(
+		cel.CustomTypeProvider(p),
+		// oldObject has object's type and may be null: comparing an object type with
+		// null type-checks.
+		cel.Variable(varObject, s.root),
+		cel.Variable(varOldObject, s.root),
+	)
+	if err != nil {
+		return []celIssue{{message: fmt.Sprintf("CEL environment: %v", err)}}
+	}
+	ast, iss := env.Compile(expr)
+	if iss.Err() != nil {
+		issues := issuesOf(iss)
+		for i := range issues {
+			issues[i].message += p.hint(issues[i].message)
+		}
+		return issues
+	}
+	if issue, bad := checkOutput(ast); bad {
+		return []celIssue{issue}
+	}
+	return nil
+}
+
+// schemaProvider declares the object types of a Schema to the CEL checker, and delegates
+// every other type to the environment's provider. It records the fields it was asked for
+// and does not have, to suggest the closest one.
+type schemaProvider struct {
+	types.Provider
+	structs map[string]map[string]*types.Type
+	misses  []fieldMiss
+}
+
+// fieldMiss is a field the checker looked up on an object type that has no such field.
+type fieldMiss struct{ typeName, field string }
+
+var _ types.Provider = (*schemaProvider)(nil)
+
+// FindStructType implements types.Provider.
+func (p *schemaProvider) FindStructType(name string) (*types.Type, bool) {
+	if _, ok := p.structs[name]; ok {
+		return types.NewTypeTypeWithParam(types.NewObjectType(name)), true
+	}
+	return p.Provider.FindStructType(name)
+}
+
+// FindStructFieldNames implements types.Provider.
+func (p *schemaProvider) FindStructFieldNames(name string) ([]string, bool) {
+	if fields, ok := p.structs[name]; ok {
+		return slices.Sorted(maps.Keys(fields)), true
+	}
+	return p.Provider.FindStructFieldNames(name)
+}
+
+// FindStructFieldType implements types.Provider.
+func (p *schemaProvider) FindStructFieldType(name, field string) (*types.FieldType, bool) {
+	fields, ok := p.structs[name]
+	if !ok {
+		return p.Provider.FindStructFieldType(name, field)
+	}
+	t, ok := fields[field]
+	if !ok {
+		p.misses = append(p.misses, fieldMiss{typeName: name, field: field})
+		return nil, false
+	}
+	return &types.FieldType{Type: t}, true
+}
+
+// NewValue implements types.Provider. Object literals of schema types are not supported:
+// the relay's values are JSON maps, not such objects.
+func (p *schemaProvider) NewValue(name string, fields map[string]ref.Val) ref.Val {
+	if _, ok := p.structs[name]; ok {
+		return types.NewErr("cannot create an object of type %s", name)
+	}
+	return p.Provider.NewValue(name, fields)
+}
+
+// hint returns, for a checker message about an undefined field, the type that lacks it and
+// the closest field it has (" on io.k8s.api.apps.v1.DeploymentSpec; did you mean
+// 'replicas'?"); "" for other messages.
+func (p *schemaProvider) hint(message string) string {
+	field, ok := strings.CutPrefix(message, "undefined field '")
+	if !ok {
+		return ""
+	}
+	field = strings.TrimSuffix(field, "'")
+	for _, m := range p.misses {
+		if m.field != field {
+			continue
+		}
+		h := " on " + m.typeName
+		if best := closest(field, slices.Sorted(maps.Keys(p.structs[m.typeName]))); best != "" {
+			h += fmt.Sprintf("; did you mean '%s'?", best)
+		}
+		return h
+	}
+	return ""
+}
+
+// closest returns the name of names nearest to s in edit distance, if it is near enough to
+// be a likely typo (at most a third of s's letters differ); "" otherwise.
+func closest(s string, names []string) string {
+	best, bestDist := "", len(s)/3+1
+	for _, n := range names {
+		if d := editDistance(strings.ToLower(s), strings.ToLower(n)); d < bestDist {
+			best, bestDist = n, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// ruleExpr is one CEL expression of a rule: the field that holds it and its text.
+type ruleExpr struct{ field, expr string }
+
+// ruleExpressions lists the CEL expressions of r, in field order.
+func ruleExpressions(r Rule) []ruleExpr {
+	var out []ruleExpr
+	if r.When != nil && *r.When != "" {
+		out = append(out, ruleExpr{field: "when", expr: *r.When})
+	}
+	return out
+}
+
+// CheckTypes type-checks (CheckExpression) every CEL expression that applies to resource,
+// spelled as in the file or as RELAY_RESOURCES lists it, against s: the rule's own and
+// those it inherits from the defaults. It returns a *ValidationError whose problems name
+// the rule that holds the expression ("defaults" for an inherited one, whose message then
+// names resource), the field and the position, or nil. The problems leave File empty: a
+// File does not know its name, the caller does.
+func (f *File) CheckTypes(resource string, s *Schema) error {
+	ps := &problems{}
+	own, name := Rule{}, "defaults"
+	for i, r := range f.Resources {
+		if r.Resource == resource {
+			own, name = r, ruleName(i, r.Resource)
+		}
+	}
+	mine := ruleExpressions(own)
+	for _, e := range ruleExpressions(Merge(f.Defaults, own)) {
+		rule, prefix := name, ""
+		if !slices.Contains(mine, e) {
+			rule, prefix = "defaults", "for "+resource+": "
+		}
+		for _, p := range CheckExpression(e.expr, s) {
+			p.File, p.Rule, p.Field, p.Message = ps.file, rule, e.field, prefix+p.Message
+			ps.list = append(ps.list, p)
+		}
+	}
+	return ps.err()
+}
+
+// HasExpressions reports whether any CEL expression applies to resource (see CheckTypes):
+// only then does its schema matter for the rules.
+func (f *File) HasExpressions(resource string) bool {
+	own := Rule{}
+	for _, r := range f.Resources {
+		if r.Resource == resource {
+			own = r
+		}
+	}
+	return len(ruleExpressions(Merge(f.Defaults, own))) > 0
+}
