@@ -56,8 +56,16 @@ func loadSchemas(ctx context.Context, oc openapi.ClientWithContext, resources []
 	var paths map[string]openapi.GroupVersionWithContext
 	err := retrySchema(ctx, "/openapi/v3", func() (err error) {
 		paths, err = oc.PathsWithContext(ctx)
+		if err == nil && !indexComplete(paths, resources, need) {
+			// A CRD established a moment ago is served before the apiserver lists its
+			// document: ask again, and take the index as it is after the last attempt.
+			err = errIndexIncomplete
+		}
 		return err
 	})
+	if errors.Is(err, errIndexIncomplete) {
+		err = nil
+	}
 	if err != nil {
 		for i := range out {
 			out[i].untyped = fmt.Sprintf("the apiserver's OpenAPI v3 index could not be read: %v", err)
@@ -99,6 +107,20 @@ func loadSchemas(ctx context.Context, oc openapi.ClientWithContext, resources []
 	log.Info().Int("documents", len(docs)).Int("bytes", size).Dur("took", time.Since(start)).
 		Msg("openapi v3 schemas loaded")
 	return out
+}
+
+// errIndexIncomplete is retrySchema's reason to read the OpenAPI v3 index again: it lacks
+// the document of a resource discovery serves.
+var errIndexIncomplete = errors.New("the openapi v3 index lacks a served group and version")
+
+// indexComplete reports whether paths lists the document of every resource need asks for.
+func indexComplete(paths map[string]openapi.GroupVersionWithContext, resources []relay.Resource, need []bool) bool {
+	for i, r := range resources {
+		if _, ok := paths[openAPIPath(r.GroupVersion())]; need[i] && !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // readDocument reads the OpenAPI v3 document at path (api/v1, apis/apps/v1) as JSON, or
