@@ -36,8 +36,10 @@ type fakeDocument struct {
 	err  error
 }
 
-func (d fakeDocument) SchemaWithContext(context.Context, string) ([]byte, error) { return d.data, d.err }
-func (d fakeDocument) ServerRelativeURL() string                                  { return "" }
+func (d fakeDocument) SchemaWithContext(context.Context, string) ([]byte, error) {
+	return d.data, d.err
+}
+func (d fakeDocument) ServerRelativeURL() string { return "" }
 
 var (
 	testDeployments = relay.Resource{GroupVersionResource: schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, Kind: "Deployment"}
