@@ -70,6 +70,9 @@ func TestCheckExpressionAcceptsWhatEvaluationRuns(t *testing.T) {
 		`object.spec.replicas > 1.5`,
 		`eventType == "added" || origin == "relist"`,
 		`object.kind == "Deployment" && object.apiVersion == "apps/v1"`,
+		// docs/configuration.md's examples.
+		`object.metadata.?labels["tier"].orValue("") != "prod"`,
+		`eventType == "deleted" || object.spec.replicas != oldObject.?spec.?replicas.orValue(-1)`,
 	} {
 		t.Run(expr, func(t *testing.T) {
 			if got := CheckExpression(expr, s); got != nil {
