@@ -177,7 +177,9 @@ func editDistance(a, b string) int {
 // ruleExpr is one CEL expression of a rule: the field that holds it and its text.
 type ruleExpr struct{ field, expr string }
 
-// ruleExpressions lists the CEL expressions of r, in field order.
+// ruleExpressions lists the CEL expressions written in r itself, in field order. Every
+// field that holds CEL belongs here (and in inherited, if defaults may set it), so that
+// CheckTypes checks it.
 func ruleExpressions(r Rule) []ruleExpr {
 	var out []ruleExpr
 	if r.When != nil && *r.When != "" {
@@ -186,42 +188,51 @@ func ruleExpressions(r Rule) []ruleExpr {
 	return out
 }
 
+// inherited lists the CEL expressions of defaults that apply to a resource whose own rule
+// is own: when, unless own sets it (to "" for none).
+func inherited(defaults, own Rule) []ruleExpr {
+	if own.When != nil {
+		return nil
+	}
+	return ruleExpressions(Rule{When: defaults.When})
+}
+
 // CheckTypes type-checks (CheckExpression) every CEL expression that applies to resource,
-// spelled as in the file or as RELAY_RESOURCES lists it, against s: the rule's own and
-// those it inherits from the defaults. It returns a *ValidationError whose problems name
+// spelled as in the file or as RELAY_RESOURCES lists it, against s: those it inherits
+// from the defaults and the rule's own. It returns a *ValidationError whose problems name
 // the rule that holds the expression ("defaults" for an inherited one, whose message then
 // names resource), the field and the position, or nil. The problems leave File empty: a
 // File does not know its name, the caller does.
 func (f *File) CheckTypes(resource string, s *Schema) error {
 	ps := &problems{}
-	own, name := Rule{}, "defaults"
-	for i, r := range f.Resources {
-		if r.Resource == resource {
-			own, name = r, ruleName(i, r.Resource)
+	own, name := f.rule(resource)
+	check := func(rule, prefix string, exprs []ruleExpr) {
+		for _, e := range exprs {
+			for _, p := range CheckExpression(e.expr, s) {
+				p.Rule, p.Field, p.Message = rule, e.field, prefix+p.Message
+				ps.list = append(ps.list, p)
+			}
 		}
 	}
-	mine := ruleExpressions(own)
-	for _, e := range ruleExpressions(Merge(f.Defaults, own)) {
-		rule, prefix := name, ""
-		if !slices.Contains(mine, e) {
-			rule, prefix = "defaults", "for "+resource+": "
-		}
-		for _, p := range CheckExpression(e.expr, s) {
-			p.File, p.Rule, p.Field, p.Message = ps.file, rule, e.field, prefix+p.Message
-			ps.list = append(ps.list, p)
-		}
-	}
+	check("defaults", "for "+resource+": ", inherited(f.Defaults, own))
+	check(name, "", ruleExpressions(own))
 	return ps.err()
 }
 
 // HasExpressions reports whether any CEL expression applies to resource (see CheckTypes):
 // only then does its schema matter for the rules.
 func (f *File) HasExpressions(resource string) bool {
-	own := Rule{}
-	for _, r := range f.Resources {
+	own, _ := f.rule(resource)
+	return len(inherited(f.Defaults, own))+len(ruleExpressions(own)) > 0
+}
+
+// rule returns the file's rule for resource and its name in problems; an empty rule named
+// "defaults" when the file has none (the resource is only in RELAY_RESOURCES).
+func (f *File) rule(resource string) (Rule, string) {
+	for i, r := range f.Resources {
 		if r.Resource == resource {
-			own = r
+			return r, ruleName(i, r.Resource)
 		}
 	}
-	return len(ruleExpressions(Merge(f.Defaults, own))) > 0
+	return Rule{}, "defaults"
 }

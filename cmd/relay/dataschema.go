@@ -7,6 +7,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
+// maxDataSchemaBaseURLLen bounds RELAY_DATASCHEMA_BASE_URL: every event that carries
+// ce-dataschema pays for it in header bytes, and a base URL a consumer can use (a cluster's
+// API address, a mirror's) is far shorter.
+const maxDataSchemaBaseURLLen = 512
+
 // checkDataSchemaBaseURL reports a RELAY_DATASCHEMA_BASE_URL that cannot start a
 // ce-dataschema URI: it must be an absolute http or https URL with a host, and without
 // credentials (they would be in every event), query or fragment (the relay appends a path
@@ -18,6 +23,8 @@ func checkDataSchemaBaseURL(ps *problems, raw string) {
 	}
 	u, err := url.Parse(raw)
 	switch {
+	case len(raw) > maxDataSchemaBaseURLLen:
+		ps.addf(name, raw, "%d bytes, longer than %d: every event would carry it", len(raw), maxDataSchemaBaseURLLen)
 	case err != nil:
 		ps.add(name, raw, "not a URL: "+err.Error())
 	case u.Scheme != "http" && u.Scheme != "https":

@@ -23,6 +23,8 @@ func TestConfigRefusesADataSchemaBaseURLThatCannotStartAURI(t *testing.T) {
 		{"https://example.com/?hash=1", "must not have a query"},
 		{"https://example.com/#x", "must not have a fragment"},
 		{"https://exa mple.com", "not a URL"},
+		{"https://example.com/" + strings.Repeat("a", 492), ""},
+		{"https://example.com/" + strings.Repeat("a", 493), "longer than 512"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.value, func(t *testing.T) {
