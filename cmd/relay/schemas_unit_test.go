@@ -111,3 +111,34 @@ resources:
 		})
 	}
 }
+
+// growingOpenAPI lists its documents only from the index's second reading on, as the
+// apiserver does for a CRD established a moment before.
+type growingOpenAPI struct {
+	fakeOpenAPI
+	reads *int
+}
+
+func (g growingOpenAPI) PathsWithContext(ctx context.Context) (map[string]openapi.GroupVersionWithContext, error) {
+	*g.reads++
+	if *g.reads == 1 {
+		return map[string]openapi.GroupVersionWithContext{}, nil
+	}
+	return g.fakeOpenAPI.PathsWithContext(ctx)
+}
+
+func TestSchemasOfAGroupVersionListedLateAreReadOnASecondLook(t *testing.T) {
+	apps, err := os.ReadFile("../../filter/testdata/openapi-apps-v1.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reads := 0
+	client := growingOpenAPI{fakeOpenAPI{docs: map[string]fakeDocument{"apis/apps/v1": {data: apps}}}, &reads}
+	got := loadSchemas(context.Background(), client, []relay.Resource{testDeployments}, []bool{true})
+	if !got[0].typing.Typed() || got[0].component != "io.k8s.api.apps.v1.Deployment" {
+		t.Errorf("got component %q typed %v (%s), want io.k8s.api.apps.v1.Deployment typed", got[0].component, got[0].typing.Typed(), got[0].untyped)
+	}
+	if reads != 2 {
+		t.Errorf("index read %d times, want 2", reads)
+	}
+}
