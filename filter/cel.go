@@ -90,7 +90,7 @@ func compileWhen(expr string) (*compiledWhen, []celIssue) {
 	}
 	ast, iss := env.Compile(expr)
 	if iss.Err() != nil {
-		return nil, issuesOf(iss)
+		return nil, issuesOf(iss.Errors())
 	}
 	if issue, bad := checkOutput(ast); bad {
 		return nil, []celIssue{issue}
@@ -112,10 +112,10 @@ func compileWhen(expr string) (*compiledWhen, []celIssue) {
 	return w, nil
 }
 
-// issuesOf returns the errors of iss, each with its position.
-func issuesOf(iss *cel.Issues) []celIssue {
+// issuesOf returns errs, each with its position.
+func issuesOf(errs []*cel.Error) []celIssue {
 	var out []celIssue
-	for _, e := range iss.Errors() {
+	for _, e := range errs {
 		ci := celIssue{message: e.Message}
 		if loc := e.Location; loc != nil && loc.Line() > 0 {
 			ci.line, ci.column = loc.Line(), loc.Column()+1

@@ -52,9 +52,20 @@ func checkTyped(expr string, s *Schema) []celIssue {
 	if err != nil {
 		return []celIssue{{message: fmt.Sprintf("CEL environment: %v", err)}}
 	}
-	ast, iss := env.Compile(expr)
+	parsed, iss := env.Parse(expr)
 	if iss.Err() != nil {
-		issues := issuesOf(iss)
+		return issuesOf(iss.Errors())
+	}
+	guarded := guardedSelects(parsed)
+	ast, iss := env.Check(parsed)
+	if iss.Err() != nil {
+		var errs []*cel.Error
+		for _, e := range iss.Errors() {
+			if !guarded[e.ExprID] || !isUndefinedField(e.Message) {
+				errs = append(errs, e)
+			}
+		}
+		issues := issuesOf(errs)
 		for i := range issues {
 			issues[i].message += p.hint(issues[i].message)
 		}
@@ -123,7 +134,7 @@ func (p *schemaProvider) NewValue(name string, fields map[string]ref.Val) ref.Va
 // the closest field it has (" on io.k8s.api.apps.v1.DeploymentSpec; did you mean
 // 'replicas'?"); "" for other messages.
 func (p *schemaProvider) hint(message string) string {
-	field, ok := strings.CutPrefix(message, "undefined field '")
+	field, ok := strings.CutPrefix(message, undefinedFieldPrefix)
 	if !ok {
 		return ""
 	}
@@ -197,26 +208,63 @@ func inherited(defaults, own Rule) []ruleExpr {
 	return ruleExpressions(Rule{When: defaults.When})
 }
 
-// CheckTypes type-checks (CheckExpression) every CEL expression that applies to resource,
-// spelled as in the file or as RELAY_RESOURCES lists it, against s: those it inherits
-// from the defaults and the rule's own. It returns a *ValidationError whose problems name
-// the rule that holds the expression ("defaults" for an inherited one, whose message then
-// names resource), the field and the position, or nil. The problems leave File empty: a
-// File does not know its name, the caller does.
-func (f *File) CheckTypes(resource string, s *Schema) error {
+// CheckTypes type-checks (CheckExpression) every CEL expression that applies to each of
+// resources, spelled as in the file or as RELAY_RESOURCES lists it, against the schema of
+// the same index: those it inherits from the defaults and the rule's own. It returns a
+// *ValidationError whose problems name the rule that holds the expression ("defaults" for
+// an inherited one, whose message then names the resource), the field and the position, or
+// nil. The problems leave File empty: a File does not know its name, the caller does.
+//
+// A field the defaults read and a kind does not declare is a problem only when no resource
+// with a typed schema that inherits the expression declares it: a typo fails for every
+// kind, a field guarded by the kind (object.kind != "Pod" || object.spec.nodeName != "")
+// for some. Those are returned as notes, for the log.
+func (f *File) CheckTypes(resources []string, schemas []*Schema) (notes []Problem, err error) {
 	ps := &problems{}
-	own, name := f.rule(resource)
-	check := func(rule, prefix string, exprs []ruleExpr) {
-		for _, e := range exprs {
-			for _, p := range CheckExpression(e.expr, s) {
-				p.Rule, p.Field, p.Message = rule, e.field, prefix+p.Message
+	type at struct {
+		field        string
+		line, column int
+	}
+	var undefined []Problem     // inherited undefined fields, not yet judged
+	lacking := make(map[at]int) // resources that lack the field read at a position
+	typed := 0                  // resources with a typed schema that inherit an expression
+	for i, resource := range resources {
+		own, name := f.rule(resource)
+		inh := inherited(f.Defaults, own)
+		if len(inh) > 0 && schemas[i].Typed() {
+			typed++
+		}
+		for _, e := range inh {
+			seen := make(map[at]bool)
+			for _, p := range CheckExpression(e.expr, schemas[i]) {
+				undef := isUndefinedField(p.Message)
+				p.Rule, p.Field, p.Message = "defaults", e.field, "for "+resource+": "+p.Message
+				if !undef {
+					ps.list = append(ps.list, p)
+					continue
+				}
+				if k := (at{e.field, p.ExprLine, p.ExprColumn}); !seen[k] {
+					seen[k] = true
+					lacking[k]++
+				}
+				undefined = append(undefined, p)
+			}
+		}
+		for _, e := range ruleExpressions(own) {
+			for _, p := range CheckExpression(e.expr, schemas[i]) {
+				p.Rule, p.Field = name, e.field
 				ps.list = append(ps.list, p)
 			}
 		}
 	}
-	check("defaults", "for "+resource+": ", inherited(f.Defaults, own))
-	check(name, "", ruleExpressions(own))
-	return ps.err()
+	for _, p := range undefined {
+		if lacking[at{p.Field, p.ExprLine, p.ExprColumn}] == typed {
+			ps.list = append(ps.list, p)
+		} else {
+			notes = append(notes, p)
+		}
+	}
+	return notes, ps.err()
 }
 
 // HasExpressions reports whether any CEL expression applies to resource (see CheckTypes):

@@ -3,7 +3,9 @@ package filter
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -73,6 +75,14 @@ func TestCheckExpressionAcceptsWhatEvaluationRuns(t *testing.T) {
 		// docs/configuration.md's examples.
 		`object.metadata.?labels["tier"].orValue("") != "prod"`,
 		`eventType == "deleted" || object.spec.replicas != oldObject.?spec.?replicas.orValue(-1)`,
+		// Guarded reads of fields the kind does not declare run (to false or the default):
+		// docs/configuration.md tells users to write exactly these for defaults.
+		`object.?status.?phase.orValue("") != "Succeeded"`,
+		`!has(object.status.phase) || object.status.phase == "Running"`,
+		`!has(object.data) || object.data.size() > 0`,
+		`!has(object.data) || object.data.key == "x"`,
+		`has(object.spec.nodeName) ? object.spec.nodeName != "" : true`,
+		`object.?data.?key.orValue("") == ""`,
 	} {
 		t.Run(expr, func(t *testing.T) {
 			if got := CheckExpression(expr, s); got != nil {
@@ -109,6 +119,8 @@ func TestCheckExpressionReportsFieldTyposAndTypeErrorsWithPosition(t *testing.T)
 			wantInMsgs: []string{"must evaluate to bool, not string"}},
 		{name: "unknown variable", expr: `obj.spec.replicas > 1`, line: 1, col: 1,
 			wantInMsgs: []string{"undeclared reference to 'obj'"}},
+		{name: "a typo next to a has() of another path", expr: `has(object.spec) && object.spec.replica > 1`, line: 1, col: 32,
+			wantInMsgs: []string{"undefined field 'replica'", "did you mean 'replicas'"}},
 		{name: "a field far from any", expr: `object.spec.colour == "red"`, line: 1, col: 12,
 			wantInMsgs: []string{"undefined field 'colour'"}},
 	}
@@ -233,29 +245,61 @@ resources:
 		t.Fatal(err)
 	}
 	s := deploymentSchema(t)
-	tests := []struct {
-		resource string
-		want     string
-	}{
-		{"deployments.apps", "resources[1] (deployments.apps): when: 2:14: undefined field 'replica' on io.k8s.api.apps.v1.DeploymentSpec; did you mean 'replicas'?"},
-		{"pods", "defaults: when: 1:16: for pods: undefined field 'nme' on io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta; did you mean 'name'?"},
-		{"statefulsets.apps", "defaults: when: 1:16: for statefulsets.apps: undefined field 'nme' on io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta; did you mean 'name'?"},
-		{"configmaps", ""},
+	resources := []string{"deployments.apps", "pods", "statefulsets.apps", "configmaps"}
+	notes, err := f.CheckTypes(resources, []*Schema{s, s, s, s})
+	var verr *ValidationError
+	if !errors.As(err, &verr) {
+		t.Fatalf("got %v, want a *ValidationError", err)
 	}
-	for _, tt := range tests {
-		t.Run(tt.resource, func(t *testing.T) {
-			err := f.CheckTypes(tt.resource, s)
-			got := ""
-			if err != nil {
-				got = err.Error()
-			}
-			if got != tt.want {
-				t.Errorf("got %q\nwant %q", got, tt.want)
-			}
-			if has := f.HasExpressions(tt.resource); has != (tt.resource != "configmaps") {
-				t.Errorf("HasExpressions: got %v", has)
-			}
-		})
+	var got []string
+	for _, p := range verr.Problems {
+		got = append(got, p.String())
+	}
+	want := []string{
+		"resources[1] (deployments.apps): when: 2:14: undefined field 'replica' on io.k8s.api.apps.v1.DeploymentSpec; did you mean 'replicas'?",
+		"defaults: when: 1:16: for pods: undefined field 'nme' on io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta; did you mean 'name'?",
+		"defaults: when: 1:16: for statefulsets.apps: undefined field 'nme' on io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta; did you mean 'name'?",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if notes != nil {
+		t.Errorf("notes: got %v, want none", notes)
+	}
+	for _, r := range resources {
+		if has := f.HasExpressions(r); has != (r != "configmaps") {
+			t.Errorf("HasExpressions(%s): got %v", r, has)
+		}
+	}
+}
+
+func TestFileCheckTypesRefusesADefaultsFieldOnlyWhenNoKindDeclaresIt(t *testing.T) {
+	f, err := Parse("rules.yaml", []byte(`
+defaults:
+  when: object.kind != "Widget" || object.spec.size > 1
+resources:
+  - resource: deployments.apps
+  - resource: widgets.example.com
+  - resource: gadgets.example.com
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	crd := loadOpenAPI(t, "openapi-crd.json")
+	resources := []string{"deployments.apps", "widgets.example.com", "gadgets.example.com"}
+	schemas := []*Schema{deploymentSchema(t), crd.Schema("com.example.v1.Widget"), crd.Schema("com.example.v1.Gadget")}
+	notes, err := f.CheckTypes(resources, schemas)
+	if err != nil {
+		t.Fatalf("a field only some kinds declare: got %v, want no error", err)
+	}
+	if len(notes) != 1 || !strings.Contains(notes[0].String(), "defaults: when: 1:39: for deployments.apps: undefined field 'size'") {
+		t.Errorf("notes: got %v, want one for deployments.apps", notes)
+	}
+
+	// The same rules, but every typed kind lacks the field: a typo.
+	_, err = f.CheckTypes(resources[:1], schemas[:1])
+	if err == nil || !strings.Contains(err.Error(), "undefined field 'size'") {
+		t.Errorf("a field no kind declares: got %v, want undefined field 'size'", err)
 	}
 }
 

@@ -175,28 +175,40 @@ func schemaNeeds(cfg Config, specs []ResourceSpec) []bool {
 // checkRuleTypes type-checks the rules file's CEL expressions of each resource against its
 // schema (filter.File.CheckTypes), and returns every problem as a *ConfigError naming
 // RELAY_RULES_FILE. A resource without a known, typed schema is checked as dyn, with an
-// info line saying why.
+// info line saying why; so is a field the defaults read that only some kinds declare.
 func checkRuleTypes(ctx context.Context, cfg Config, specs []ResourceSpec, resources []relay.Resource, schemas []resourceSchema) error {
 	if cfg.rules == nil {
 		return nil
 	}
-	var ps problems
+	log := zerolog.Ctx(ctx)
+	var names []string
+	var typings []*filter.Schema
 	for i, spec := range specs {
 		if !cfg.rules.HasExpressions(spec.Raw) {
 			continue
 		}
 		s := schemas[i]
 		if s.untyped != "" {
-			zerolog.Ctx(ctx).Info().Str("resource", resources[i].String()).Str("reason", s.untyped).
+			log.Info().Str("resource", resources[i].String()).Str("reason", s.untyped).
 				Msg("rules' CEL expressions checked without a schema (object and oldObject are dyn)")
 		}
-		if err := cfg.rules.CheckTypes(spec.Raw, s.typing); err != nil {
-			var verr *filter.ValidationError
-			if !errors.As(err, &verr) {
-				return err
-			}
-			addRulesProblems(&ps, cfg.RulesFile, err)
-		}
+		names = append(names, spec.Raw)
+		typings = append(typings, s.typing)
 	}
+	notes, err := cfg.rules.CheckTypes(names, typings)
+	for _, n := range notes {
+		log.Info().Str("rules_file", cfg.RulesFile).Str("rule", n.Rule).Str("field", n.Field).
+			Int("line", n.ExprLine).Int("column", n.ExprColumn).Str("problem", n.Message).
+			Msg("a field the defaults read is undeclared for this kind only; other kinds declare it: accepted as guarded by the kind")
+	}
+	if err == nil {
+		return nil
+	}
+	var verr *filter.ValidationError
+	if !errors.As(err, &verr) {
+		return err
+	}
+	var ps problems
+	addRulesProblems(&ps, cfg.RulesFile, err)
 	return ps.err()
 }
