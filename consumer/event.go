@@ -132,7 +132,7 @@ func decode(subject string, h nats.Header, data []byte) (Event, error) {
 		BodyOmitted:       headerText(h.Get(event.HeaderBodyOmitted)),
 		FinalStateUnknown: h.Get(event.HeaderFinalStateUnknown) == finalStateUnknownValue,
 		LeftSelection:     h.Get(event.HeaderLeftSelection) == leftSelectionValue,
-		DataSchema:        headerText(h.Get(event.HeaderCEDataSchema)),
+		DataSchema:        h.Get(event.HeaderCEDataSchema), // a URI, not percent-encoded text
 	}
 	if r := headerText(h.Get(event.HeaderRedacted)); r != "" {
 		e.Redacted = strings.Split(r, ",")

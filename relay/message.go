@@ -64,7 +64,8 @@ func (s *Source) message(meta event.Meta, shaped, old map[string]any, body []byt
 		}
 		// The schema describes the object, not a body that wraps it with its old state.
 		if s.cfg.DataSchema != "" && payload == event.PayloadObject {
-			msg.Header.Set(event.HeaderCEDataSchema, event.EncodeHeaderValue(s.cfg.DataSchema))
+			// A URI in RFC 3986 ASCII already: percent-encoding it again would name another.
+			msg.Header.Set(event.HeaderCEDataSchema, s.cfg.DataSchema)
 		}
 	}
 	switch {

@@ -15,7 +15,8 @@ const maxDataSchemaBaseURLLen = 512
 // checkDataSchemaBaseURL reports a RELAY_DATASCHEMA_BASE_URL that cannot start a
 // ce-dataschema URI: it must be an absolute http or https URL with a host, and without
 // credentials (they would be in every event), query or fragment (the relay appends a path
-// and a fragment). "" is fine: no ce-dataschema.
+// and a fragment), in printable ASCII (a URI as RFC 3986 writes it: the header carries it
+// as is). "" is fine: no ce-dataschema.
 func checkDataSchemaBaseURL(ps *problems, raw string) {
 	const name = "RELAY_DATASCHEMA_BASE_URL"
 	if raw == "" {
@@ -25,11 +26,13 @@ func checkDataSchemaBaseURL(ps *problems, raw string) {
 	switch {
 	case len(raw) > maxDataSchemaBaseURLLen:
 		ps.addf(name, raw, "%d bytes, longer than %d: every event would carry it", len(raw), maxDataSchemaBaseURLLen)
+	case strings.ContainsFunc(raw, func(r rune) bool { return r <= ' ' || r >= 0x7f }):
+		ps.add(name, raw, "must be printable ASCII without spaces (percent-encode the rest): every event carries it as a header")
 	case err != nil:
 		ps.add(name, raw, "not a URL: "+err.Error())
 	case u.Scheme != "http" && u.Scheme != "https":
 		ps.add(name, raw, "must be an http or https URL, e.g. https://kubernetes.default.svc")
-	case u.Host == "":
+	case u.Hostname() == "":
 		ps.add(name, raw, "must name a host, e.g. https://kubernetes.default.svc")
 	case u.User != nil:
 		ps.add(name, raw, "must not hold credentials: every event would carry them")
@@ -42,7 +45,8 @@ func checkDataSchemaBaseURL(ps *problems, raw string) {
 
 // dataSchemaURI returns the ce-dataschema of objects of gv whose schema is the component
 // named component: base (checkDataSchemaBaseURL, a trailing "/" ignored), the path of the
-// group and version's OpenAPI v3 document, and a JSON pointer to the component as fragment:
+// group and version's OpenAPI v3 document, and a JSON pointer to the component as fragment,
+// percent-encoded as RFC 3986 requires (pure ASCII: the header carries it unescaped):
 //
 //	https://kubernetes.default.svc/openapi/v3/apis/apps/v1#/components/schemas/io.k8s.api.apps.v1.Deployment
 //
@@ -51,8 +55,16 @@ func dataSchemaURI(base string, gv schema.GroupVersion, component string) string
 	if base == "" || component == "" {
 		return ""
 	}
-	pointer := "/components/schemas/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(component)
-	return strings.TrimSuffix(base, "/") + "/openapi/v3/" + openAPIPath(gv) + "#" + (&url.URL{Fragment: pointer}).EscapedFragment()
+	u, err := url.Parse(base)
+	if err != nil { // checkDataSchemaBaseURL refuses it
+		return ""
+	}
+	// The base's own escapes stay as written (%2F is not /).
+	suffix := "/openapi/v3/" + openAPIPath(gv)
+	u.Path, u.RawPath = strings.TrimSuffix(u.Path, "/")+suffix, strings.TrimSuffix(u.EscapedPath(), "/")+suffix
+	u.Fragment = "/components/schemas/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(component)
+	u.RawFragment = ""
+	return u.String()
 }
 
 // openAPIPath is the path of gv's OpenAPI v3 document under /openapi/v3/, as the

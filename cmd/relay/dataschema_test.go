@@ -19,10 +19,14 @@ func TestConfigRefusesADataSchemaBaseURLThatCannotStartAURI(t *testing.T) {
 		{"kubernetes.default.svc", "must be an http or https URL"},
 		{"ftp://example.com", "must be an http or https URL"},
 		{"https://", "must name a host"},
+		{"https://:443", "must name a host"},
+		{"https://example.com/é", "printable ASCII"},
+		{"https://example.com/a\tb", "printable ASCII"},
+		{"https://example.com/%C3%A9", ""},
 		{"https://user:secret@example.com", "must not hold credentials"},
 		{"https://example.com/?hash=1", "must not have a query"},
 		{"https://example.com/#x", "must not have a fragment"},
-		{"https://exa mple.com", "not a URL"},
+		{"https://exa mple.com", "printable ASCII"},
 		{"https://example.com/" + strings.Repeat("a", 492), ""},
 		{"https://example.com/" + strings.Repeat("a", 493), "longer than 512"},
 	}
@@ -61,6 +65,9 @@ func TestDataSchemaURINamesTheDocumentAndTheKindsComponent(t *testing.T) {
 		// A JSON pointer escapes "/" and "~"; the fragment escapes what a URI may not hold.
 		{"https://k", schema.GroupVersion{Group: "g", Version: "v1"}, "a/b~c d",
 			"https://k/openapi/v3/apis/g/v1#/components/schemas/a~1b~0c%20d"},
+		// The base's escapes stay as written, once: the header carries the URI unescaped.
+		{"https://k/mirror%20one/a%2Fb/", schema.GroupVersion{Version: "v1"}, "io.k8s.api.core.v1.Pod",
+			"https://k/mirror%20one/a%2Fb/openapi/v3/api/v1#/components/schemas/io.k8s.api.core.v1.Pod"},
 		{"", schema.GroupVersion{Version: "v1"}, "io.k8s.api.core.v1.Pod", ""},
 		{"https://k", schema.GroupVersion{Version: "v1"}, "", ""},
 	}
