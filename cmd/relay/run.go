@@ -86,7 +86,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	// The rules' CEL expressions are type-checked against the resources' OpenAPI v3 schemas
 	// (read only for resources with expressions, or for ce-dataschema), before anything else.
 	specs := cfg.Resources()
-	schemas := loadSchemas(ctx, openapi.NewClientWithContext(kube.discovery.RESTClient()), resources, schemaNeeds(cfg, specs))
+	schemas := loadSchemas(ctx, openapi.NewClientWithContext(kube.discovery.RESTClient()), resources, schemaNeeds(cfg, specs), schemaDeadline)
 	if ctx.Err() != nil {
 		return nil // asked to stop before the apiserver answered
 	}

@@ -20,9 +20,14 @@ import (
 // apiserver just answered discovery, so a few seconds; then the relay starts without them
 // (expressions checked as dyn, no ce-dataschema) and says so, rather than exiting into a
 // restart loop over a check that evaluation does not need.
+//
+// schemaDeadline bounds all of it, however many documents and retries: a read the apiserver
+// never answers would otherwise hold startup for the client's timeout (32 s) per attempt
+// and document. What is not read by then is checked as dyn.
 const (
 	schemaAttempts = 3
 	schemaWait     = 2 * time.Second
+	schemaDeadline = 15 * time.Second
 )
 
 // resourceSchema is what the apiserver's OpenAPI v3 documents say about one resource.
@@ -41,9 +46,13 @@ type resourceSchema struct {
 // others). Documents are read whole (the core group's is the largest, about 1 MB of JSON)
 // and dropped once the resources' schemas are taken from them. A document the server does
 // not publish (an aggregated API without OpenAPI v3) leaves its resources unknown; failing
-// reads are retried (schemaAttempts), then leave them unknown with a warning.
-func loadSchemas(ctx context.Context, oc openapi.ClientWithContext, resources []relay.Resource, need []bool) []resourceSchema {
+// reads are retried (schemaAttempts), then leave them unknown with a warning; so does
+// everything not read within the deadline within (schemaDeadline).
+func loadSchemas(ctx context.Context, oc openapi.ClientWithContext, resources []relay.Resource, need []bool, within time.Duration) []resourceSchema {
 	log := zerolog.Ctx(ctx)
+	ctx, cancel := context.WithTimeoutCause(ctx, within,
+		fmt.Errorf("not read within %s, the bound on reading OpenAPI v3 schemas at startup", within))
+	defer cancel()
 	out := make([]resourceSchema, len(resources))
 	wanted := false
 	for i := range resources {
@@ -148,7 +157,10 @@ func readDocument(ctx context.Context, paths map[string]openapi.GroupVersionWith
 func retrySchema(ctx context.Context, what string, read func() error) error {
 	for attempt := 1; ; attempt++ {
 		err := read()
-		if err == nil || attempt == schemaAttempts || ctx.Err() != nil ||
+		if err != nil && ctx.Err() != nil {
+			return context.Cause(ctx) // the deadline, or the relay stopping
+		}
+		if err == nil || attempt == schemaAttempts ||
 			apierrors.IsNotFound(err) || apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
 			return err
 		}
@@ -156,7 +168,7 @@ func retrySchema(ctx context.Context, what string, read func() error) error {
 			Int("attempts", schemaAttempts).Stringer("retry_in", schemaWait).Msg("openapi v3 read failed, retrying")
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return context.Cause(ctx)
 		case <-time.After(schemaWait):
 		}
 	}

@@ -20,7 +20,7 @@ func realSchemas(t *testing.T, resources ...relay.Resource) []resourceSchema {
 	for i := range need {
 		need[i] = true
 	}
-	out := loadSchemas(context.Background(), openapi.NewClientWithContext(kubeClient(t).Discovery().RESTClient()), resources, need)
+	out := loadSchemas(context.Background(), openapi.NewClientWithContext(kubeClient(t).Discovery().RESTClient()), resources, need, schemaDeadline)
 	for i, s := range out {
 		if !s.typing.Typed() {
 			t.Fatalf("%s: untyped: %s", resources[i], s.untyped)

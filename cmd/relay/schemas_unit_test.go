@@ -83,7 +83,7 @@ resources:
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := context.Background()
-			got := loadSchemas(ctx, tt.client, resources, []bool{true, true})
+			got := loadSchemas(ctx, tt.client, resources, []bool{true, true}, schemaDeadline)
 			for i, s := range got {
 				if s.typing.Typed() != tt.wantTyped[i] {
 					t.Errorf("%s: typed %v, want %v (untyped because %q)", resources[i], s.typing.Typed(), tt.wantTyped[i], s.untyped)
@@ -134,7 +134,7 @@ func TestSchemasOfAGroupVersionListedLateAreReadOnASecondLook(t *testing.T) {
 	}
 	reads := 0
 	client := growingOpenAPI{fakeOpenAPI{docs: map[string]fakeDocument{"apis/apps/v1": {data: apps}}}, &reads}
-	got := loadSchemas(context.Background(), client, []relay.Resource{testDeployments}, []bool{true})
+	got := loadSchemas(context.Background(), client, []relay.Resource{testDeployments}, []bool{true}, schemaDeadline)
 	if !got[0].typing.Typed() || got[0].component != "io.k8s.api.apps.v1.Deployment" {
 		t.Errorf("got component %q typed %v (%s), want io.k8s.api.apps.v1.Deployment typed", got[0].component, got[0].typing.Typed(), got[0].untyped)
 	}
