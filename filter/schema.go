@@ -42,7 +42,8 @@ var notSelectable = []string{"true", "false", "null", "in"}
 // (object.metadata.namespace, not __namespace__); an object with a property CEL cannot
 // select with a dot (x-key) is a map of dyn, read with ["x-key"]; and what the schema
 // leaves open is dyn: x-kubernetes-preserve-unknown-fields, x-kubernetes-int-or-string,
-// no type, and objects with neither properties nor additionalProperties.
+// no type, objects with neither properties nor additionalProperties, and nullable lists
+// and maps. A nullable string, integer or boolean also compares with null.
 type Schema struct {
 	root    *types.Type
 	structs map[string]map[string]*types.Type // fields of each object type, by type name
@@ -98,6 +99,20 @@ func (c *converter) convert(s *spec.Schema, name string, root bool) *types.Type 
 	}
 	if flag(s, extPreserveUnknownFields) || flag(s, extIntOrString) || len(s.Type) != 1 {
 		return types.DynType
+	}
+	if s.Nullable {
+		// A JSON null is a value of the field: a scalar compares with null; a list or a map
+		// may be null where size() or an index would run, so it is left to dyn.
+		switch s.Type[0] {
+		case "string", "integer", "boolean":
+			return types.NewNullableType(c.convert(&spec.Schema{SchemaProps: spec.SchemaProps{Type: s.Type}}, name, false))
+		case "array":
+			return types.DynType
+		case "object":
+			if !c.isStruct(s) {
+				return types.DynType
+			}
+		}
 	}
 	switch s.Type[0] {
 	case "string":

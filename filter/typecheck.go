@@ -67,7 +67,7 @@ func checkTyped(expr string, s *Schema) []celIssue {
 		}
 		issues := issuesOf(errs)
 		for i := range issues {
-			issues[i].message += p.hint(issues[i].message)
+			issues[i].message += p.hint(issues[i].message) + nullHint(issues[i].message)
 		}
 		return issues
 	}
@@ -148,6 +148,17 @@ func (p *schemaProvider) hint(message string) string {
 			h += fmt.Sprintf("; did you mean '%s'?", best)
 		}
 		return h
+	}
+	return ""
+}
+
+// nullHint returns, for a checker message about comparing a typed field with null, how to
+// test for a field that may be absent; "" for other messages. Only fields the schema marks
+// nullable compare with null: an absent field is not null, it has no value.
+func nullHint(message string) string {
+	if strings.HasPrefix(message, "found no matching overload") &&
+		(strings.Contains(message, ", null)'") || strings.Contains(message, "'(null, ")) {
+		return "; test whether a field is set with has(object.a.b) or object.?a.?b, not with null"
 	}
 	return ""
 }

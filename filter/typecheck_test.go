@@ -193,10 +193,20 @@ func TestSchemaLeavesOpenWhatTheSchemaLeavesOpen(t *testing.T) {
 		{`object.spec.tree.children.exists(c, c.children.exists(d, d.name == "leaf"))`, true},
 		{`object.spec.tree.children.exists(c, c.nme == "leaf")`, false},
 		{`object.spec.color == 3`, false},
+		// nullable: a scalar compares with null and keeps its type; a list or map is open.
+		{`object.spec.nick == null || object.spec.nick.startsWith("x")`, true},
+		{`object.spec.count == null || object.spec.count > 2`, true},
+		{`object.spec.count == "2"`, false},
+		{`object.spec.tags == null || object.spec.tags.size() > 0`, true},
+		{`object.spec.extra == null || object.spec.extra["k"] == "v"`, true},
+		{`object.spec.color == null`, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.expr, func(t *testing.T) {
 			got := CheckExpression(tt.expr, s)
+			if tt.expr == `object.spec.color == null` && (len(got) != 1 || !strings.Contains(got[0].Message, "has(")) {
+				t.Errorf("comparing a non-nullable field with null: got %v, want a hint to use has()", got)
+			}
 			if (got == nil) != tt.ok {
 				t.Errorf("got %v, want ok %v", got, tt.ok)
 			}
