@@ -157,6 +157,7 @@ func checkCloudEvent(t *testing.T, subject string, h nats.Header, data []byte, e
 		{"subject", ce.Subject(), strings.TrimSpace(wantSubject)},
 		{"datacontenttype", ce.DataContentType(), "application/json"},
 		{"data", string(ce.Data()), string(e.Object)},
+		{"dataschema", ce.DataSchema(), e.DataSchema},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s: CloudEvents %s: got %q, want %q", subject, c.attr, c.got, c.want)
@@ -218,4 +219,19 @@ func TestCloudEventsSDKReadsUnusualNames(t *testing.T) {
 		}
 		checkCloudEvent(t, msg.Subject, msg.Header, msg.Data, e)
 	}
+}
+
+func TestCloudEventsSDKReadsDataSchema(t *testing.T) {
+	// A "%" belongs to the URI: the relay sends it as is, and both readers take it so.
+	const schema = "https://k/mirror%20one/openapi/v3/api/v1#/components/schemas/io.k8s.api.core.v1.ConfigMap"
+	m := relayMsg("kube", configMapMeta, configMapBody)
+	m.Header.Set(event.HeaderCEDataSchema, schema)
+	e, err := consumer.DecodeMsg(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.DataSchema != schema {
+		t.Errorf("DataSchema: got %q, want %q", e.DataSchema, schema)
+	}
+	checkCloudEvent(t, m.Subject, m.Header, m.Data, e)
 }

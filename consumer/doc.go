@@ -16,7 +16,8 @@
 //   - the subject is exactly the one those headers name under some valid prefix, which is
 //     returned in Event.Prefix;
 //   - k8s-body-omitted, k8s-final-state-unknown and k8s-left-selection are read into
-//     BodyOmitted, FinalStateUnknown and LeftSelection.
+//     BodyOmitted, FinalStateUnknown and LeftSelection, and ce-dataschema, when the relay
+//     sends it, into DataSchema.
 //
 // A message that fails these checks is not a relay event (or was altered): the error wraps
 // ErrInvalidEvent and the event package's sentinel for the cause, and the caller should

@@ -53,6 +53,13 @@ type Event struct {
 	// resource whose rules publish it (payload objectAndPatch); nil otherwise, and when the
 	// relay did not know the previous state.
 	Patch json.RawMessage
+	// DataSchema is the CloudEvents dataschema (ce-dataschema): the URI of the JSON schema
+	// the apiserver publishes for the object's kind, e.g.
+	// https://kubernetes.default.svc/openapi/v3/apis/apps/v1#/components/schemas/io.k8s.api.apps.v1.Deployment.
+	// "" when the relay sends none: it is configured without a base URL
+	// (RELAY_DATASCHEMA_BASE_URL), does not know the kind's schema, or the body is not the
+	// object (omitted, or wrapped with its old state or a patch).
+	DataSchema string
 	// Redacted lists the field paths whose values the relay replaced with empty strings
 	// (keys kept), e.g. data and stringData of a Secret.
 	Redacted []string
@@ -125,6 +132,7 @@ func decode(subject string, h nats.Header, data []byte) (Event, error) {
 		BodyOmitted:       headerText(h.Get(event.HeaderBodyOmitted)),
 		FinalStateUnknown: h.Get(event.HeaderFinalStateUnknown) == finalStateUnknownValue,
 		LeftSelection:     h.Get(event.HeaderLeftSelection) == leftSelectionValue,
+		DataSchema:        h.Get(event.HeaderCEDataSchema), // a URI, not percent-encoded text
 	}
 	if r := headerText(h.Get(event.HeaderRedacted)); r != "" {
 		e.Redacted = strings.Split(r, ",")

@@ -27,6 +27,11 @@ const (
 	// protocol binding carries it as ce-datacontenttype; Content-Type says the same for
 	// readers that look there.
 	HeaderCEDataContentType = "ce-datacontenttype"
+	// HeaderCEDataSchema is the CloudEvents dataschema: the URI of the JSON schema the
+	// apiserver publishes for the object's kind (OpenAPI v3, the kind's component of its
+	// group and version's document). Present only when the relay is configured with a base
+	// URL and knows the kind's component, and only on events whose body is the object.
+	HeaderCEDataSchema = "ce-dataschema"
 	// HeaderContentType is the media type of the body, ContentTypeJSON.
 	HeaderContentType = "Content-Type"
 

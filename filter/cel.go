@@ -35,12 +35,11 @@ const (
 	celInterruptCheckFrequency = 100
 )
 
-// celEnv is the shared CEL environment, built once: building it is far
-// more expensive than compiling an expression.
-var celEnv = sync.OnceValues(func() (*cel.Env, error) {
+// celLibraryEnv is the CEL environment without object and oldObject, built once: building
+// it is far more expensive than compiling an expression. celEnv declares them dyn for
+// evaluation; CheckExpression declares them with the resource's schema.
+var celLibraryEnv = sync.OnceValues(func() (*cel.Env, error) {
 	return cel.NewEnv(
-		cel.Variable(varObject, cel.DynType),
-		cel.Variable(varOldObject, cel.DynType),
 		cel.Variable(varEventType, cel.StringType),
 		cel.Variable(varOrigin, cel.StringType),
 		// Like Kubernetes: optional field access (object.?status.?phase),
@@ -55,6 +54,18 @@ var celEnv = sync.OnceValues(func() (*cel.Env, error) {
 		ext.Sets(),
 		ext.Math(),
 		ext.TwoVarComprehensions(),
+	)
+})
+
+// celEnv is the shared CEL environment of evaluation: object and oldObject are dyn.
+var celEnv = sync.OnceValues(func() (*cel.Env, error) {
+	lib, err := celLibraryEnv()
+	if err != nil {
+		return nil, err
+	}
+	return lib.Extend(
+		cel.Variable(varObject, cel.DynType),
+		cel.Variable(varOldObject, cel.DynType),
 	)
 })
 
@@ -79,18 +90,10 @@ func compileWhen(expr string) (*compiledWhen, []celIssue) {
 	}
 	ast, iss := env.Compile(expr)
 	if iss.Err() != nil {
-		var out []celIssue
-		for _, e := range iss.Errors() {
-			ci := celIssue{message: e.Message}
-			if loc := e.Location; loc != nil && loc.Line() > 0 {
-				ci.line, ci.column = loc.Line(), loc.Column()+1
-			}
-			out = append(out, ci)
-		}
-		return nil, out
+		return nil, issuesOf(iss.Errors())
 	}
-	if t := ast.OutputType(); !t.IsExactType(types.BoolType) && !t.IsExactType(types.DynType) {
-		return nil, []celIssue{{line: 1, column: 1, message: fmt.Sprintf("must evaluate to bool, not %s", t)}}
+	if issue, bad := checkOutput(ast); bad {
+		return nil, []celIssue{issue}
 	}
 	prg, err := env.Program(ast,
 		cel.EvalOptions(cel.OptOptimize),
@@ -107,6 +110,27 @@ func compileWhen(expr string) (*compiledWhen, []celIssue) {
 		}
 	}
 	return w, nil
+}
+
+// issuesOf returns errs, each with its position.
+func issuesOf(errs []*cel.Error) []celIssue {
+	var out []celIssue
+	for _, e := range errs {
+		ci := celIssue{message: e.Message}
+		if loc := e.Location; loc != nil && loc.Line() > 0 {
+			ci.line, ci.column = loc.Line(), loc.Column()+1
+		}
+		out = append(out, ci)
+	}
+	return out
+}
+
+// checkOutput reports an expression whose result is not a bool (dyn passes: it may be one).
+func checkOutput(ast *cel.Ast) (celIssue, bool) {
+	if t := ast.OutputType(); !t.IsExactType(types.BoolType) && !t.IsExactType(types.DynType) {
+		return celIssue{line: 1, column: 1, message: fmt.Sprintf("must evaluate to bool, not %s", t)}, true
+	}
+	return celIssue{}, false
 }
 
 // activation resolves the variables of one evaluation without building a

@@ -122,6 +122,15 @@
 // operator or oldObject == null. Evaluation is cost-limited (celCostLimit)
 // and interrupted when Decide's context ends.
 //
+// Evaluation is dyn; the check can be typed. ParseOpenAPI reads the OpenAPI
+// v3 document the apiserver publishes for a group and version, OpenAPI.Schema
+// turns the kind's component into a Schema, and CheckExpression (or
+// File.CheckTypes, for every expression that applies to a resource)
+// type-checks an expression with object and oldObject of that type, as
+// ValidatingAdmissionPolicy does: a misspelled field or a type error is a
+// Problem with its position. The typing follows the JSON values evaluation
+// sees (see Schema), so what the check accepts evaluates as before.
+//
 // # Payloads
 //
 // Body encodes the shaped object as JSON (object), as

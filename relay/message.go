@@ -62,6 +62,11 @@ func (s *Source) message(meta event.Meta, shaped, old map[string]any, body []byt
 		if s.cfg.Redacted != "" {
 			msg.Header.Set(event.HeaderRedacted, event.EncodeHeaderValue(s.cfg.Redacted))
 		}
+		// The schema describes the object, not a body that wraps it with its old state.
+		if s.cfg.DataSchema != "" && payload == event.PayloadObject {
+			// A URI in RFC 3986 ASCII already: percent-encoding it again would name another.
+			msg.Header.Set(event.HeaderCEDataSchema, s.cfg.DataSchema)
+		}
 	}
 	switch {
 	case err != nil:
@@ -71,6 +76,7 @@ func (s *Source) message(meta event.Meta, shaped, old map[string]any, body []byt
 	case s.cfg.MaxPayload > 0 && len(body)+event.HeaderSize(msg.Header)+len(msg.Subject) > s.cfg.MaxPayload:
 		msg.Header.Del(event.HeaderPayload)
 		msg.Header.Del(event.HeaderRedacted)
+		msg.Header.Del(event.HeaderCEDataSchema)
 		msg.Header.Set(event.HeaderBodyOmitted, event.BodyOmittedOversize)
 		omitted = true
 	default:

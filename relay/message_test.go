@@ -52,3 +52,51 @@ func TestMessageHeadersOfEveryKindArePercentEncoded(t *testing.T) {
 		})
 	}
 }
+
+// scriptedWrappedRules wrap the object with its old state, as payload objectAndOld does.
+type scriptedWrappedRules struct{ defaultRules }
+
+func (scriptedWrappedRules) Body(obj, _ map[string]any) ([]byte, event.Payload, error) {
+	return []byte(`{"object":{},"oldObject":null}`), event.PayloadObjectAndOld, nil
+}
+
+func TestMessageNamesTheDataSchemaOnlyOfABodyThatIsTheObject(t *testing.T) {
+	// Sent as is: a "%" of the URI is not escaped again.
+	const uri = "https://k/mirror%20one/openapi/v3/api/v1#/components/schemas/io.k8s.api.core.v1.ConfigMap"
+	tests := []struct {
+		name       string
+		schema     string
+		rules      Rules
+		maxPayload int
+		want       string
+	}{
+		{name: "the object", schema: uri, rules: defaultRules{}, want: uri},
+		{name: "not configured", rules: defaultRules{}, want: ""},
+		{name: "wrapped with its old state", schema: uri, rules: scriptedWrappedRules{}, want: ""},
+		{name: "body left out", schema: uri, rules: defaultRules{}, maxPayload: 200, want: ""},
+		{name: "body that did not encode", schema: uri, rules: scriptedFailingBodyRules{err: errors.New("x")}, want: ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := benchSource()
+			s.cfg.DataSchema, s.cfg.MaxPayload, s.rules = tt.schema, tt.maxPayload, tt.rules
+			obj := scriptedConfigMap("ns", "a", "uid-a", "5", "x")
+			msg, _, _ := s.message(s.meta(obj, event.Modified, event.Live), obj.Object, nil, nil, eventMarks{})
+			if got := msg.Header.Get(event.HeaderCEDataSchema); got != tt.want {
+				t.Errorf("ce-dataschema: got %q, want %q", got, tt.want)
+			}
+			if tt.maxPayload > 0 && msg.Header.Get(event.HeaderBodyOmitted) == "" {
+				t.Errorf("got a body within max_payload %d, want it left out", tt.maxPayload)
+			}
+		})
+	}
+	// The stream refusing the body: the reference sent instead names no schema either.
+	s := benchSource()
+	s.cfg.DataSchema = uri
+	obj := scriptedConfigMap("ns", "a", "uid-a", "5", "x")
+	msg, _, _ := s.message(s.meta(obj, event.Modified, event.Live), obj.Object, nil, nil, eventMarks{})
+	omitBody(msg, event.BodyOmittedStreamLimit)
+	if got := msg.Header.Get(event.HeaderCEDataSchema); got != "" {
+		t.Errorf("ce-dataschema after omitBody: got %q, want none", got)
+	}
+}

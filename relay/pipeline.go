@@ -66,6 +66,7 @@ func omitBody(msg *nats.Msg, reason string) {
 	msg.Data = nil
 	msg.Header.Del(event.HeaderPayload)
 	msg.Header.Del(event.HeaderRedacted)
+	msg.Header.Del(event.HeaderCEDataSchema)
 	msg.Header.Set(event.HeaderBodyOmitted, reason)
 }
 

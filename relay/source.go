@@ -50,6 +50,9 @@ type SourceConfig struct {
 	// Redacted lists, comma-separated, the field paths the rules redact; it is sent as the
 	// k8s-redacted header of every event that has a body.
 	Redacted string
+	// DataSchema is the URI of the JSON schema of the resource's objects, sent as the
+	// ce-dataschema header of every event whose body is the object; "" sends none.
+	DataSchema string
 }
 
 // Source relays one resource (in one namespace, or all) to JetStream.

@@ -59,7 +59,7 @@ func newAPIServerMonitor(log zerolog.Logger) *apiserverMonitor {
 		up: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: metricsNamespace, Name: "apiserver_up",
 			Help: "1 while the Kubernetes apiserver answers the relay's requests, 0 from a request that got no answer (refused, timed out, connection lost) until the next answer."}),
 		failures: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: metricsNamespace, Name: "apiserver_request_failures_total",
-			Help: "Requests to the Kubernetes apiserver that got no answer, client-go's own retries included, by phase (discovery, list, watch, get, ...) and resource."},
+			Help: "Requests to the Kubernetes apiserver that got no answer, client-go's own retries included, by phase (discovery, openapi, list, watch, get, ...) and resource."},
 			[]string{"phase", "resource"}),
 		logged: make(map[string]*logWindow),
 	}
@@ -164,14 +164,16 @@ func boundReason(s string) string {
 	return fmt.Sprintf("%s... (%d bytes)", strings.ToValidUTF8(s[:reasonErrMax], ""), len(s))
 }
 
-// requestKind names what a request to the apiserver does: its phase (discovery, list,
-// watch, get, or the lower-case method of a write) and its resource ("configmaps",
-// "leases.coordination.k8s.io"; "" for discovery).
+// requestKind names what a request to the apiserver does: its phase (discovery, openapi,
+// list, watch, get, or the lower-case method of a write) and its resource ("configmaps",
+// "leases.coordination.k8s.io"; "" for discovery and openapi).
 func requestKind(req *http.Request) (phase, resource string) {
 	parts := strings.Split(strings.Trim(req.URL.Path, "/"), "/")
 	// /api/v1/... and /apis/<group>/<version>/...
 	var group string
 	switch {
+	case parts[0] == "openapi": // the schemas read at startup (loadSchemas)
+		return "openapi", ""
 	case len(parts) >= 3 && parts[0] == "api":
 		parts = parts[2:]
 	case len(parts) >= 4 && parts[0] == "apis":

@@ -167,6 +167,8 @@ func TestRequestKindNamesPhaseAndResource(t *testing.T) {
 		{"discovery root", "GET", "/api", "", "discovery", ""},
 		{"discovery groups", "GET", "/apis", "", "discovery", ""},
 		{"discovery group version", "GET", "/apis/apps/v1", "", "discovery", ""},
+		{"openapi index", "GET", "/openapi/v3", "", "openapi", ""},
+		{"openapi document", "GET", "/openapi/v3/apis/apps/v1", "hash=ABC", "openapi", ""},
 		{"core list", "GET", "/api/v1/configmaps", "limit=500", "list", "configmaps"},
 		{"core list in namespace", "GET", "/api/v1/namespaces/a/configmaps", "", "list", "configmaps"},
 		{"core watch", "GET", "/api/v1/namespaces/a/configmaps", "watch=true&resourceVersion=5", "watch", "configmaps"},

@@ -123,6 +123,12 @@ type Config struct {
 	Cluster string `envconfig:"RELAY_CLUSTER" default:"default" desc:"cluster name in subjects and event ids: 1-63 lower-case letters, digits or '-'"`
 	// SubjectPrefix is the first token(s) of every subject.
 	SubjectPrefix string `envconfig:"RELAY_SUBJECT_PREFIX" default:"kube" desc:"subject prefix: dot-separated tokens of letters, digits, '_' or '-'"`
+	// DataSchemaBaseURL, when set, gives every event whose body is the object a
+	// ce-dataschema: this URL, the path of the OpenAPI v3 document of the object's group and
+	// version, and the kind's component as fragment. Off by default: it costs about 120
+	// header bytes per event, consumers outside the cluster often cannot reach the
+	// apiserver, and k8s-apiversion with k8s-kind already name the schema.
+	DataSchemaBaseURL string `envconfig:"RELAY_DATASCHEMA_BASE_URL" desc:"http(s) URL at which consumers reach the apiserver's OpenAPI v3 documents, e.g. https://kubernetes.default.svc; set, events whose body is the object carry ce-dataschema naming the kind's schema; empty sends none"`
 	// Stream is the JetStream stream over <prefix>.<cluster>.>, created if
 	// missing. Unset: KUBE_<cluster> (resolveNames), so that the relays of several clusters
 	// sharing one JetStream account never collide.

@@ -226,6 +226,7 @@ func (c Config) validateOutput(ps *problems) {
 		ps.addf("RELAY_DUPLICATE_WINDOW", c.DuplicateWindow.Raw, "must not exceed RELAY_MAX_AGE (%s)", c.MaxAge.Raw)
 	}
 	checkByteRange(ps, "RELAY_MAX_BYTES", c.MaxBytes, maxBytesRange)
+	checkDataSchemaBaseURL(ps, c.DataSchemaBaseURL)
 	switch c.StreamCompression {
 	case StreamCompressionNone, StreamCompressionS2:
 	default:

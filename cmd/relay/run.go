@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/openapi"
 
 	"github.com/kube-nats-relay/kube-nats-relay/checkpoint"
 	"github.com/kube-nats-relay/kube-nats-relay/filter"
@@ -82,6 +83,23 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		log.Info().Str("resource", r.String()).Str("kind", r.Kind).
 			Bool("namespaced", r.Namespaced).Msg("resource resolved")
 	}
+	// The rules' CEL expressions are type-checked against the resources' OpenAPI v3 schemas
+	// (read only for resources with expressions, or for ce-dataschema), before anything else.
+	specs := cfg.Resources()
+	schemas := loadSchemas(ctx, openapi.NewClientWithContext(kube.discovery.RESTClient()), resources, schemaNeeds(cfg, specs), schemaDeadline)
+	if ctx.Err() != nil {
+		return nil // asked to stop before the apiserver answered
+	}
+	if err := checkRuleTypes(ctx, cfg, specs, resources, schemas); err != nil {
+		return err
+	}
+	dataSchemas := make([]string, len(resources))
+	for i, r := range resources {
+		dataSchemas[i] = dataSchemaURI(cfg.DataSchemaBaseURL, r.GroupVersion(), schemas[i].component)
+		if cfg.DataSchemaBaseURL != "" && dataSchemas[i] == "" {
+			log.Info().Str("resource", r.String()).Str("reason", schemas[i].untyped).Msg("no ce-dataschema for the resource: its schema is unknown")
+		}
+	}
 
 	// A NATS connection lost for good ends the run with that cause.
 	ctx, lost := context.WithCancelCause(ctx)
@@ -107,7 +125,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 	})
 
-	plans, err := planSources(cfg, resources, nc.MaxPayload())
+	plans, err := planSources(cfg, resources, dataSchemas, nc.MaxPayload())
 	if err != nil {
 		return err
 	}
@@ -256,9 +274,9 @@ type sourcePlan struct {
 
 // planSources returns one source per resource, or per resource and namespace when
 // namespaces are listed (cluster-scoped resources are always watched whole). resources are
-// in the order of cfg.Resources(). A rule that does not compile for its resource is a
-// configuration error.
-func planSources(cfg Config, resources []relay.Resource, maxPayload int64) ([]sourcePlan, error) {
+// in the order of cfg.Resources(); dataSchemas holds the ce-dataschema of each ("" for none).
+// A rule that does not compile for its resource is a configuration error.
+func planSources(cfg Config, resources []relay.Resource, dataSchemas []string, maxPayload int64) ([]sourcePlan, error) {
 	var out []sourcePlan
 	var ps problems
 	specs := cfg.Resources()
@@ -285,6 +303,7 @@ func planSources(cfg Config, resources []relay.Resource, maxPayload int64) ([]so
 			MaxPayload:         int(maxPayload),
 			ShutdownTimeout:    cfg.ShutdownTimeout.Duration,
 			Redacted:           strings.Join(prog.Redacted(), ","),
+			DataSchema:         dataSchemas[i],
 		}
 		plan := sourcePlan{cfg: base, mirrored: cfg.Mirrored(specs[i]), rules: prog}
 		namespaces := prog.ServerNamespaces()

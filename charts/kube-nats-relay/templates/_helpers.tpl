@@ -261,6 +261,7 @@ writes it: digits, an optional fraction and a suffix (Ki Mi Gi Ti Pi Ei, k M G T
   "RELAY_MIRROR_BUCKET" $v.relay.mirrorBucket
   "RELAY_CLUSTER" $v.relay.cluster
   "RELAY_SUBJECT_PREFIX" $v.relay.subjectPrefix
+  "RELAY_DATASCHEMA_BASE_URL" $v.relay.dataSchemaBaseURL
   "RELAY_STREAM" $v.relay.stream
   "RELAY_STREAM_REPLICAS" $v.relay.streamReplicas
   "RELAY_DUPLICATE_WINDOW" $v.relay.duplicateWindow
