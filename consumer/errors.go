@@ -28,6 +28,9 @@ var (
 	// captures subjects of its own, mirrors a stream, is sealed, or sources one of the
 	// clusters' streams in another way.
 	ErrNotAggregate = errors.New("stream is not an aggregate of those sources")
+	// ErrNotPartitioned reports a stream that is not the partitioned group asked for: not made
+	// by EnsurePartitioned, or made with another source, prefix or partition count.
+	ErrNotPartitioned = errors.New("stream is not that partitioned group")
 	// ErrInvalidResourceVersion reports a resourceVersion that is not a decimal integer, so
 	// that it cannot be compared with another.
 	ErrInvalidResourceVersion = errors.New("invalid resourceVersion")

@@ -16,3 +16,6 @@ func TrackedStates(t *Tracker) map[ObjectKey]TrackedState {
 	defer m.mu.Unlock()
 	return maps.Clone(m.states)
 }
+
+// MemberPriority is the priority a member pulls a partition's events at.
+var MemberPriority = memberPriority

@@ -1,0 +1,347 @@
+package consumer_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/kube-nats-relay/kube-nats-relay/consumer"
+	"github.com/kube-nats-relay/kube-nats-relay/event"
+)
+
+func TestEnsurePartitionedRefusesInvalidConfigNamingEachProblem(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  consumer.PartitionConfig
+		want []string
+	}{
+		{name: "nothing set", cfg: consumer.PartitionConfig{},
+			want: []string{"name: empty", "source: empty", "partitions 0: want 1 to 256"}},
+		{name: "too many partitions and negative settings",
+			cfg:  consumer.PartitionConfig{Name: "G", Source: "S", Partitions: 257, AckWait: -time.Second, Replicas: -1},
+			want: []string{"partitions 257", "ack wait -1s", "replicas -1"}},
+		{name: "names the server refuses",
+			cfg:  consumer.PartitionConfig{Name: "a.b", Source: "s p", Partitions: 1},
+			want: []string{`name: "a.b"`, `source: "s p"`}},
+		{name: "the group is its own source", cfg: consumer.PartitionConfig{Name: "S", Source: "S", Partitions: 2},
+			want: []string{`name "S": the same as the source`}},
+		{name: "invalid prefix", cfg: consumer.PartitionConfig{Name: "G", Source: "S", Prefix: "a..b", Partitions: 2},
+			want: []string{"prefix:"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// Validation comes first: no JetStream is needed to refuse.
+			_, err := consumer.EnsurePartitioned(context.Background(), nil, tt.cfg)
+			if err == nil {
+				t.Fatal("got nil error, want one")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q: want it to contain %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestJoinPartitionedRefusesInvalidOptions(t *testing.T) {
+	handler := func(jetstream.Msg) {}
+	tests := []struct {
+		name    string
+		group   string
+		handler jetstream.MessageHandler
+		opts    []consumer.JoinOption
+		want    string
+	}{
+		{name: "index past the members", group: "G", handler: handler, opts: []consumer.JoinOption{consumer.AsMember(3, 3)}, want: "member 3 of 3"},
+		{name: "no members", group: "G", handler: handler, opts: []consumer.JoinOption{consumer.AsMember(0, 0)}, want: "member 0 of 0"},
+		{name: "negative index", group: "G", handler: handler, opts: []consumer.JoinOption{consumer.AsMember(-1, 2)}, want: "member -1 of 2"},
+		{name: "nil handler", group: "G", want: "nil handler"},
+		{name: "empty group", handler: handler, want: "group: empty"},
+		{name: "nil error function", group: "G", handler: handler, opts: []consumer.JoinOption{consumer.OnConsumeError(nil)}, want: "nil consume error function"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := consumer.JoinPartitioned(context.Background(), nil, tt.group, tt.handler, tt.opts...)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("got error %v, want one containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestMemberPriorityGivesEachPartitionOneFirstChoiceAndSpreadsStandbys(t *testing.T) {
+	for members := 1; members <= 12; members++ {
+		for partitions := 1; partitions <= 24; partitions++ {
+			nextChoices := make(map[int]map[int]bool) // first choice -> the members next after it
+			for p := range partitions {
+				first, next, seen := -1, -1, map[int]bool{}
+				for m := range members {
+					prio := consumer.MemberPriority(m, members, p)
+					if prio < 0 || prio > 9 {
+						t.Fatalf("%d members, partition %d: member %d priority %d, want 0 to 9", members, p, m, prio)
+					}
+					if prio == 0 {
+						if first >= 0 {
+							t.Fatalf("%d members, partition %d: members %d and %d both first choice", members, p, first, m)
+						}
+						first = m
+					}
+					if members <= 10 && seen[prio] {
+						t.Fatalf("%d members, partition %d: priority %d given twice", members, p, prio)
+					}
+					seen[prio] = true
+					if prio == 1 {
+						next = m
+					}
+				}
+				if first != p%members {
+					t.Fatalf("%d members, partition %d: first choice %d, want %d", members, p, first, p%members)
+				}
+				if nextChoices[first] == nil {
+					nextChoices[first] = map[int]bool{}
+				}
+				nextChoices[first][next] = true
+			}
+			// A member of two partitions or more has them taken over by different members
+			// when it is gone, when there are two others or more.
+			if members >= 3 && partitions >= 2*members {
+				for m, next := range nextChoices {
+					if len(next) < 2 {
+						t.Errorf("%d members, %d partitions: member %d's partitions all go to %v", members, partitions, m, next)
+					}
+				}
+			}
+		}
+	}
+}
+
+// partitionedGroup creates a group of n partitions over the test's stream.
+func partitionedGroup(t *testing.T, js jetstream.JetStream, source string, n int, ackWait time.Duration) string {
+	t.Helper()
+	group := source + "_GROUP"
+	_, err := consumer.EnsurePartitioned(context.Background(), js, consumer.PartitionConfig{
+		Name: group, Source: source, Partitions: n, AckWait: ackWait,
+	})
+	if err != nil {
+		t.Fatalf("EnsurePartitioned: %v", err)
+	}
+	return group
+}
+
+func TestPartitionOfAnEventDependsOnlyOnItsNamespaceAndName(t *testing.T) {
+	const partitions = 4
+	ctx := context.Background()
+	js := jsClient(t)
+	source, cluster := testStream(t, js)
+	group := partitionedGroup(t, js, source, partitions, 0)
+
+	// Objects of odd names (long enough for the hashed form, bytes that are escaped), each
+	// in two resources, each with every type and a derived event.
+	objects := []struct{ namespace, name string }{{"", "node-a"}, {"ns", strings.Repeat("long-", 100)}, {"ns", "a b.c*>~"}}
+	for i := range 20 {
+		objects = append(objects, struct{ namespace, name string }{fmt.Sprintf("ns-%d", i%3), fmt.Sprintf("obj-%d", i)})
+	}
+	want := 0
+	for _, o := range objects {
+		for _, resource := range []string{"configmaps", "secrets"} {
+			for _, typ := range []event.Type{event.Added, event.Modified, event.Deleted} {
+				m := event.Meta{Cluster: cluster, Version: "v1", Resource: resource, Namespace: o.namespace, Name: o.name, Type: typ}
+				subject := m.Subject("kube").String()
+				subjects := []string{subject}
+				if typ == event.Modified {
+					subjects = append(subjects, strings.TrimSuffix(subject, ".modified")+".derived.ready")
+				}
+				for _, s := range subjects {
+					if _, err := js.Publish(ctx, s, nil); err != nil {
+						t.Fatalf("publish %s: %v", s, err)
+					}
+					want++
+				}
+			}
+		}
+	}
+	s, err := js.Stream(ctx, group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitStored(t, s, uint64(want))
+
+	partitionOf := make(map[string]string) // namespace/name -> partition token
+	used := make(map[string]bool)
+	for seq := uint64(1); seq <= uint64(want); seq++ {
+		m, err := s.GetMsg(ctx, seq)
+		if err != nil {
+			t.Fatalf("message %d: %v", seq, err)
+		}
+		part, original, _ := strings.Cut(m.Subject, ".")
+		sub, err := event.ParseSubject("kube", original)
+		if err != nil && strings.HasSuffix(original, ".derived.ready") {
+			sub, err = event.ParseSubject("kube", strings.TrimSuffix(original, ".derived.ready")+".modified")
+		}
+		if err != nil {
+			t.Fatalf("message %d: subject %q after the partition token: %v", seq, original, err)
+		}
+		if sub.Cluster != cluster {
+			t.Fatalf("message %d: cluster %q, want %q", seq, sub.Cluster, cluster)
+		}
+		key := sub.Namespace + "/" + sub.Name
+		if sub.Digests.Name != "" {
+			key += "#" + sub.Digests.Name
+		}
+		if p, ok := partitionOf[key]; ok && p != part {
+			t.Errorf("%s: events in partitions %s and %s (%s), want one partition for every event of a namespace and name", key, p, part, original)
+		}
+		partitionOf[key] = part
+		used[part] = true
+	}
+	if len(partitionOf) != len(objects) {
+		t.Errorf("got %d objects in the group's stream, want %d", len(partitionOf), len(objects))
+	}
+	if len(used) != partitions {
+		t.Errorf("%d objects spread over partitions %v, want all %d used", len(objects), used, partitions)
+	}
+}
+
+// delivery is one event as a member of a partitioned group handled it.
+type delivery struct {
+	member, partition int
+	e                 consumer.Event
+}
+
+func TestPartitionedMembersShareObjectsDisjointlyAndHandleEveryEventOnce(t *testing.T) {
+	const (
+		members    = 3
+		partitions = 6
+		objects    = 30
+	)
+	ctx, cancel := context.WithCancel(context.Background())
+	js := jsClient(t)
+	source, cluster := testStream(t, js)
+	group := partitionedGroup(t, js, source, partitions, 0)
+
+	got := make(chan delivery, 3*objects)
+	done := make(chan error, members)
+	for m := range members {
+		h, err := consumer.Handler(ctx, func(_ context.Context, e consumer.Event) error { return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		record := func(msg jetstream.Msg) {
+			p, ok := consumer.PartitionOf(msg)
+			e, err := consumer.Decode(msg)
+			if !ok || err != nil {
+				t.Errorf("member %d: message on %s: partition %d %v, decode error %v", m, msg.Subject(), p, ok, err)
+			}
+			h(msg)
+			got <- delivery{member: m, partition: p, e: e}
+		}
+		mjs := jsClient(t) // a connection of its own, as a process would have
+		go func() { done <- consumer.JoinPartitioned(ctx, mjs, group, record, consumer.AsMember(m, members)) }()
+	}
+	// Every member waits on every partition before the first event, so that each event goes
+	// to its partition's first choice.
+	for p := range partitions {
+		cons, err := js.Consumer(ctx, group, fmt.Sprintf("partition-%d", p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, fmt.Sprintf("%d members pulling partition %d", members, p), func() bool {
+			info, err := cons.Info(ctx)
+			return err == nil && info.NumWaiting == members
+		})
+	}
+
+	for i := range objects {
+		m := objectMeta(cluster, "configmaps", "ConfigMap", i)
+		m.Namespace = fmt.Sprintf("ns-%d", i%4)
+		for j, typ := range []event.Type{event.Added, event.Modified, event.Deleted} {
+			m.Type, m.ResourceVersion = typ, fmt.Sprint(1000+10*i+j)
+			publish(t, js, m)
+		}
+	}
+	var all []delivery
+	deadline := time.After(serverReady)
+	for len(all) < 3*objects {
+		select {
+		case h := <-got:
+			all = append(all, h)
+		case <-deadline:
+			t.Fatalf("handled %d events after %s, want %d", len(all), serverReady, 3*objects)
+		}
+	}
+	cancel()
+	for range members {
+		if err := <-done; err != nil {
+			t.Errorf("JoinPartitioned: got %v, want nil after the context ended", err)
+		}
+	}
+
+	ids := make(map[string]bool)
+	memberOf := make(map[string]int)
+	lastRV := make(map[string]string)
+	perMember := make([]int, members)
+	for _, h := range all {
+		if ids[h.e.ID()] {
+			t.Errorf("event %s of %s handled twice", h.e.ID(), h.e.Name)
+		}
+		ids[h.e.ID()] = true
+		if want := h.partition % members; h.member != want {
+			t.Errorf("%s (partition %d): handled by member %d, want its first choice %d", h.e.Name, h.partition, h.member, want)
+		}
+		if m, ok := memberOf[h.e.Name]; ok && m != h.member {
+			t.Errorf("%s: handled by members %d and %d, want one", h.e.Name, m, h.member)
+		}
+		memberOf[h.e.Name] = h.member
+		if rv, err := consumer.CompareResourceVersions(h.e.ResourceVersion, lastRV[h.e.Name]); lastRV[h.e.Name] != "" && (err != nil || rv <= 0) {
+			t.Errorf("%s: rv %s handled after rv %s", h.e.Name, h.e.ResourceVersion, lastRV[h.e.Name])
+		}
+		lastRV[h.e.Name] = h.e.ResourceVersion
+		perMember[h.member]++
+	}
+	for m, n := range perMember {
+		if n == 0 {
+			t.Errorf("member %d handled no event: shares %v, want every member some", m, perMember)
+		}
+	}
+	// The work queue holds nothing once every event is acknowledged.
+	s, err := js.Stream(context.Background(), group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the group's stream to be empty", func() bool {
+		info, err := s.Info(context.Background())
+		return err == nil && info.State.Msgs == 0
+	})
+}
+
+func TestEnsurePartitionedRefusesAnotherPartitionCount(t *testing.T) {
+	ctx := context.Background()
+	js := jsClient(t)
+	source, _ := testStream(t, js)
+	group := partitionedGroup(t, js, source, 3, 0)
+	// The same group again: bound, and a changed AckWait applied.
+	if _, err := consumer.EnsurePartitioned(ctx, js, consumer.PartitionConfig{Name: group, Source: source, Partitions: 3, AckWait: time.Minute}); err != nil {
+		t.Fatalf("EnsurePartitioned again: %v", err)
+	}
+	cons, err := js.Consumer(ctx, group, "partition-2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cons.CachedInfo().Config.AckWait; got != time.Minute {
+		t.Errorf("ack wait after EnsurePartitioned with 1m: got %s", got)
+	}
+	_, err = consumer.EnsurePartitioned(ctx, js, consumer.PartitionConfig{Name: group, Source: source, Partitions: 4})
+	if !errors.Is(err, consumer.ErrNotPartitioned) || !strings.Contains(err.Error(), `partitions "3", want "4"`) {
+		t.Errorf("4 partitions over a group of 3: got %v, want ErrNotPartitioned naming the counts", err)
+	}
+	err = consumer.JoinPartitioned(ctx, js, source, func(jetstream.Msg) {})
+	if !errors.Is(err, consumer.ErrNotPartitioned) {
+		t.Errorf("JoinPartitioned on the relay's stream: got %v, want ErrNotPartitioned", err)
+	}
+}
