@@ -19,12 +19,19 @@ import (
 // enough to resume soon after the disk recovers.
 var retryDelays = []time.Duration{time.Second, 5 * time.Second}
 
-// service handles the events one at a time (the consumer calls the handler serially).
+// service handles the events: one at a time with one durable consumer; with -partitions,
+// one at a time per partition, several partitions at once (the journal and the tracker are
+// safe for that).
 type service struct {
 	journal   *journal
 	tracker   *consumer.Tracker
 	workDelay time.Duration
 	log       *zerolog.Logger
+	// member is "<index>/<members>" in the partitioned mode, "" otherwise.
+	member string
+	// namespace, in the partitioned mode, is the only namespace handled ("" every one): the
+	// group receives every event of the relay's stream, and the others are skipped.
+	namespace string
 }
 
 // newService returns the service over an open journal, its tracker rebuilt from the journal:
@@ -53,6 +60,10 @@ func (s *service) messageHandler(ctx context.Context) (jetstream.MessageHandler,
 // handle writes the event's journal entry: the work and the record that it was done, in one
 // synced append, so that no crash can separate them.
 func (s *service) handle(ctx context.Context, e consumer.Event) error {
+	if s.member != "" && (e.Group != "" || e.Resource != "configmaps" || (s.namespace != "" && e.Namespace != s.namespace)) {
+		return nil // not a ConfigMap this service audits
+	}
+	began := time.Now()
 	if s.workDelay > 0 {
 		select {
 		case <-time.After(s.workDelay):
@@ -60,7 +71,12 @@ func (s *service) handle(ctx context.Context, e consumer.Event) error {
 			return ctx.Err()
 		}
 	}
-	if err := s.journal.Append(entryFor(e)); err != nil {
+	en := entryFor(e)
+	if s.member != "" {
+		ended := time.Now()
+		en.Member, en.Began, en.Ended = s.member, &began, &ended
+	}
+	if err := s.journal.Append(en); err != nil {
 		return err
 	}
 	s.log.Debug().Str("id", e.ID()).Uint64("seq", e.Sequence).Str("type", string(e.Type)).
