@@ -11,6 +11,10 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
 	"github.com/kube-nats-relay/kube-nats-relay/consumer"
 	"github.com/kube-nats-relay/kube-nats-relay/internal/child"
 	"github.com/kube-nats-relay/kube-nats-relay/internal/relaytest"
@@ -25,8 +29,9 @@ const (
 )
 
 // TestPartitionedMembersKeepObjectOrderWhenOneIsKilledAndRestarted runs three instances of the
-// example as one partitioned group while ConfigMaps change, kills one with SIGKILL mid-stream,
-// waits until the other two have handled everything (its partitions included), restarts it
+// example as one partitioned group while ConfigMaps are created and updated, kills one with
+// SIGKILL mid-stream, deletes most ConfigMaps, waits until the other two have handled
+// everything (its partitions included), restarts it
 // while a second round of changes runs, and checks the journals of all runs together: every
 // event of the stream handled, a second time only if the killed instance was handling it;
 // per object, the handling intervals never overlap (never two members at once) and the
@@ -94,8 +99,11 @@ func TestPartitionedMembersKeepObjectOrderWhenOneIsKilledAndRestarted(t *testing
 		})
 	}
 
+	// Every object is created and updated while the members run; member 1 is killed in the
+	// middle of that; then the objects are deleted (but every keepEvery-th), so that their
+	// partitions get new events while the event member 1 held waits out AckWait.
 	changeErr := make(chan error, 1)
-	go func() { changeErr <- makeNamedChanges(ctx, cs, name, "cm-") }()
+	go func() { changeErr <- createAndUpdate(ctx, cs, name, "cm-") }()
 	procs := make([]*child.Process, groupMembers)
 	for m := range groupMembers {
 		procs[m] = start(m, 0)
@@ -104,12 +112,15 @@ func TestPartitionedMembersKeepObjectOrderWhenOneIsKilledAndRestarted(t *testing
 	stopExample(t, procs[1], syscall.SIGKILL)
 	killed := journalOf(1, 0)
 	atKill := total()
-	if atKill >= wantEvents {
-		t.Fatalf("every event handled (%d entries) before the kill: the crash did not happen mid-stream", atKill)
+	if atKill >= 2*objects {
+		t.Fatalf("every creation and update handled (%d entries) before the kill: the crash did not happen mid-stream", atKill)
 	}
 	t.Logf("killed member 1 with SIGKILL after %d entries", atKill)
 	if err := <-changeErr; err != nil {
 		t.Fatalf("changes: %v", err)
+	}
+	if err := deleteAllBut(ctx, cs, name, "cm-"); err != nil {
+		t.Fatalf("deletes: %v", err)
 	}
 	// Members 0 and 2 handle everything, member 1's partitions included.
 	settled(wantEvents)
@@ -205,4 +216,41 @@ func checkPartitionedJournals(t *testing.T, entries, killed []entry, events []co
 		}
 	}
 	t.Logf("%d entries of %d events, %d handovers of an object between members", len(entries), len(events), moved)
+}
+
+// createAndUpdate creates the ConfigMaps prefix<00 to 29>, then updates each.
+func createAndUpdate(ctx context.Context, cs kubernetes.Interface, namespace, prefix string) error {
+	cms := cs.CoreV1().ConfigMaps(namespace)
+	for i := range objects {
+		if _, err := cms.Create(ctx, &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s%02d", prefix, i)},
+			Data:       map[string]string{"v": "0"},
+		}, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+	}
+	for i := range objects {
+		cm, err := cms.Get(ctx, fmt.Sprintf("%s%02d", prefix, i), metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		cm.Data["w"] = strconv.Itoa(i)
+		if _, err := cms.Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// deleteAllBut deletes the ConfigMaps createAndUpdate made, but every keepEvery-th.
+func deleteAllBut(ctx context.Context, cs kubernetes.Interface, namespace, prefix string) error {
+	for i := range objects {
+		if i%keepEvery == 0 {
+			continue
+		}
+		if err := cs.CoreV1().ConfigMaps(namespace).Delete(ctx, fmt.Sprintf("%s%02d", prefix, i), metav1.DeleteOptions{}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
