@@ -17,9 +17,13 @@
 // delivered (docs/events.md, "The cost of MaxAckPending: 1"). It does not bootstrap from the
 // state mirror: an audit trail records changes, and it reads the stream from its first event.
 //
+// With -partitions, several instances share the objects out as a partitioned group
+// (partitioned.go), each object's events still handled by one instance at a time, in order.
+//
 // Usage:
 //
 //	consumer -server nats://127.0.0.1:4222 -cluster prod -journal audit.jsonl
+//	consumer -cluster prod -partitions 6 -member 0 -members 3 -journal audit-0.jsonl
 package main
 
 import (
