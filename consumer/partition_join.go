@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"strconv"
 	"strings"
 
@@ -117,18 +116,26 @@ func JoinPartitioned(ctx context.Context, js jetstream.JetStream, group string, 
 		ccs = append(ccs, cc)
 	}
 
-	// Wait for ctx, or for a subscription that ends on its own.
-	cases := make([]reflect.SelectCase, 0, len(ccs)+1)
-	cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())})
-	for _, cc := range ccs {
-		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(cc.Closed())})
+	// Wait for ctx, or for a subscription that ends on its own. Each watcher ends when its
+	// subscription does, which stop makes sure of.
+	ended := make(chan int, len(ccs))
+	for p, cc := range ccs {
+		go func() {
+			<-cc.Closed()
+			ended <- p
+		}()
 	}
-	chosen, _, _ := reflect.Select(cases)
-	stop()
-	if chosen > 0 && ctx.Err() == nil {
-		return fmt.Errorf("join partitioned group %q: partition %d: subscription ended", group, chosen-1)
+	select {
+	case <-ctx.Done():
+		stop()
+		return nil
+	case p := <-ended:
+		stop()
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("join partitioned group %q: partition %d: subscription ended", group, p)
 	}
-	return nil
 }
 
 // consumePartition starts pulling partition p's events at the member's priority.

@@ -345,3 +345,86 @@ func TestEnsurePartitionedRefusesAnotherPartitionCount(t *testing.T) {
 		t.Errorf("JoinPartitioned on the relay's stream: got %v, want ErrNotPartitioned", err)
 	}
 }
+
+func TestJoinPartitionedReturnsAnErrorWhenItsConnectionCloses(t *testing.T) {
+	ctx := context.Background()
+	js := jsClient(t)
+	source, _ := testStream(t, js)
+	group := partitionedGroup(t, js, source, 2, 0)
+	member := jsClient(t)
+	done := make(chan error, 1)
+	go func() { done <- consumer.JoinPartitioned(ctx, member, group, func(jetstream.Msg) {}) }()
+	cons, err := js.Consumer(ctx, group, "partition-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the member pulling", func() bool {
+		info, err := cons.Info(ctx)
+		return err == nil && info.NumWaiting == 1
+	})
+	member.Conn().Close()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "subscription ended") {
+			t.Errorf("JoinPartitioned after its connection closed: got %v, want a subscription ended", err)
+		}
+	case <-time.After(serverReady):
+		t.Fatalf("JoinPartitioned still running %s after its connection closed", serverReady)
+	}
+}
+
+func TestPartitionedGroupOverAnAggregateHandsEveryClustersEventsOut(t *testing.T) {
+	const perCluster = 10
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	f := startFanIn(t, "east", "west")
+	if _, err := consumer.EnsureAggregate(ctx, f.hub, consumer.Aggregate{Name: "KUBE_ALL", Sources: fanInSources("east", "west")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := consumer.EnsurePartitioned(ctx, f.hub, consumer.PartitionConfig{Name: "ALL_GROUP", Source: "KUBE_ALL", Partitions: 3}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []string{"east", "west"} {
+		for i := range perCluster {
+			publish(t, f.leaves[c], objectMeta(c, "configmaps", "ConfigMap", i))
+		}
+	}
+	got := make(chan delivery, 2*perCluster)
+	done := make(chan error, 1)
+	go func() {
+		done <- consumer.JoinPartitioned(ctx, f.hub, "ALL_GROUP", func(msg jetstream.Msg) {
+			e, err := consumer.Decode(msg)
+			if err != nil {
+				t.Errorf("decode %s: %v", msg.Subject(), err)
+				_ = msg.Term()
+				return
+			}
+			_ = msg.Ack()
+			p, _ := consumer.PartitionOf(msg)
+			got <- delivery{partition: p, e: e}
+		})
+	}()
+	partitionOf := make(map[string]int) // namespace/name -> partition
+	seen := make(map[string]bool)
+	for range 2 * perCluster {
+		select {
+		case d := <-got:
+			e := d.e
+			if seen[e.ID()] {
+				t.Errorf("event %s of %s/%s handed out twice", e.ID(), e.Cluster, e.Name)
+			}
+			seen[e.ID()] = true
+			key := e.Namespace + "/" + e.Name
+			if p, ok := partitionOf[key]; ok && p != d.partition {
+				t.Errorf("%s: partition %d in %s, %d in the other cluster, want one: a function of namespace and name", key, d.partition, e.Cluster, p)
+			}
+			partitionOf[key] = d.partition
+		case <-time.After(serverReady):
+			t.Fatalf("got %d events after %s, want %d", len(seen), serverReady, 2*perCluster)
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("JoinPartitioned: %v", err)
+	}
+}
