@@ -74,7 +74,10 @@ func TestPartitionOfAnEventDependsOnlyOnItsNamespaceAndName(t *testing.T) {
 
 	// Objects of odd names (long enough for the hashed form, bytes that are escaped), each
 	// in two resources, each with every type and a derived event.
-	objects := []struct{ namespace, name string }{{"", "node-a"}, {"ns", strings.Repeat("long-", 100)}, {"ns", "a b.c*>~"}}
+	objects := []struct{ namespace, name string }{{"", "node-a"}, {"ns", strings.Repeat("long-", 100)}}
+	for _, n := range unusualNames {
+		objects = append(objects, struct{ namespace, name string }{"ns", n})
+	}
 	for i := range 20 {
 		objects = append(objects, struct{ namespace, name string }{fmt.Sprintf("ns-%d", i%3), fmt.Sprintf("obj-%d", i)})
 	}
