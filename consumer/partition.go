@@ -59,7 +59,8 @@ type PartitionConfig struct {
 	Partitions int
 	// AckWait is how long a partition waits for an event's acknowledgement before it delivers
 	// the event again; 0 means DefaultPartitionAckWait. It is the longest pause of a partition
-	// after its member died.
+	// after its member died. EnsurePartitioned applies it to existing consumers too: give
+	// every caller the same.
 	AckWait time.Duration
 	// StartSequence makes a new group take events from this sequence of Source on, instead of
 	// from its first event: for a group that replaces another (a new partition count).
@@ -188,8 +189,8 @@ func (c PartitionConfig) partitionConsumer(p int) jetstream.ConsumerConfig {
 func partitionConsumerName(p int) string { return "partition-" + strconv.Itoa(p) }
 
 // EnsurePartitioned creates the partitioned group cfg describes, or checks an existing one, and
-// returns its stream. Run it from one place (a deployment step, or every member: it is
-// idempotent); JoinPartitioned then needs only the group's name.
+// returns its stream. It is idempotent: every member may call it at start, or a deployment
+// step once; JoinPartitioned then needs only the group's name.
 //
 // The group's stream sources cfg.Source through a subject transform that puts the partition
 // of each event's object in front of its subject: partition(Partitions) over the namespace

@@ -126,9 +126,14 @@ func TestPartitionedMembersKeepObjectOrderWhenOneIsKilledAndRestarted(t *testing
 	settled(wantEvents)
 	t.Logf("members 0 and 2 handled the rest: %d entries", total())
 
-	// Member 1 comes back while a second round of changes runs: it takes its partitions back.
-	go func() { changeErr <- makeNamedChanges(ctx, cs, name, "cm2-") }()
+	// Member 1 comes back, and takes its partitions back while a second round of changes runs.
 	procs[1] = start(1, 1)
+	joined, cancel := context.WithTimeout(ctx, waitTimeout)
+	defer cancel()
+	if err := procs[1].WaitLine(joined, "consuming partitions"); err != nil {
+		t.Fatalf("restarted member 1: %v", err)
+	}
+	go func() { changeErr <- makeNamedChanges(ctx, cs, name, "cm2-") }()
 	if err := <-changeErr; err != nil {
 		t.Fatalf("changes: %v", err)
 	}
