@@ -197,7 +197,8 @@ func partitionConsumerName(p int) string { return "partition-" + strconv.Itoa(p)
 // and name tokens, so every event of an object, its derived events included, lands in one
 // partition; objects of one namespace and name in different resources or clusters share one.
 // Each partition has a durable consumer that delivers one event at a time (MaxAckPending 1)
-// and takes pull requests by priority (the server's prioritized priority policy).
+// and takes pull requests by priority (the server's prioritized priority policy, which needs
+// nats-server 2.12 or later: an older server refuses the consumers).
 //
 // The stream is a work queue: it keeps an event until its partition's consumer has it
 // acknowledged, so it holds the group's backlog, not a second history. One stream serves one
