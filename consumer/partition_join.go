@@ -68,14 +68,16 @@ func OnConsumeError(fn func(partition int, err error)) JoinOption {
 // comes only after this one is acknowledged, or, if it is not, after the same event came again
 // when AckWait passed. So one object's events are handled in stream order and never by two
 // members at once, across members joining, leaving and dying: a member killed while it
-// handles an event holds up its partitions for AckWait, not more, and the event is handled
-// again by whoever then receives it (use a Tracker whose store the members share, or
-// idempotent work).
+// handles events holds up the partitions of those events for AckWait, not more, and each such
+// event is handled again by whoever then receives it (use a Tracker whose store the members
+// share, or idempotent work). The limit is JetStream's: a member cut off from the server that
+// keeps working on an event past AckWait (its InProgress signals lost) may still be at work
+// when the event is delivered to another.
 //
 // handler is called concurrently for different partitions and serially within one; use
-// Handler (and a Tracker) to build it. The message handler receives has its original subject
-// (Subject, and so Decode, see the relay's subject); PartitionOf tells its partition. Its
-// stream sequence (Event.Sequence) is the group stream's own.
+// Handler (and a Tracker) to build it. The messages handler receives carry the relay's
+// subject (Subject, and so Decode, see no partition token); PartitionOf tells their
+// partition. Their stream sequence (Event.Sequence) is the group stream's own.
 func JoinPartitioned(ctx context.Context, js jetstream.JetStream, group string, handler jetstream.MessageHandler, opts ...JoinOption) error {
 	o := joinOptions{members: 1, onError: func(int, error) {}}
 	var errs []error
