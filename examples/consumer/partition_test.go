@@ -57,7 +57,7 @@ func TestPartitionedMembersKeepObjectOrderWhenOneIsKilledAndRestarted(t *testing
 		t.Fatalf("build example: %v\n%s", err, out)
 	}
 	dir := t.TempDir()
-	const group = "audit-group"
+	group := "audit-" + name // a group of its own: the bed's nats-server outlives the test
 	journalOf := func(member, run int) string {
 		return filepath.Join(dir, fmt.Sprintf("member-%d-run-%d.jsonl", member, run))
 	}
