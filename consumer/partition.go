@@ -62,9 +62,14 @@ type PartitionConfig struct {
 	// after its member died. EnsurePartitioned applies it to existing consumers too: give
 	// every caller the same.
 	AckWait time.Duration
-	// StartSequence makes a new group take events from this sequence of Source on, instead of
-	// from its first event: for a group that replaces another (a new partition count).
+	// StartSequence makes a new group take events from this sequence of Source on: the
+	// sequence after Source's last event for a group of the events to come, or
+	// ReplacementStart of the group a new one replaces (a new partition count).
 	StartSequence uint64
+	// ReplayAll makes a new group take every event Source holds, from its first. A new group
+	// needs StartSequence or ReplayAll, so that no call re-creates a deleted group with a
+	// replay of the whole history by mistake.
+	ReplayAll bool
 	// Replicas is the group stream's replica count; 0 means 1.
 	Replicas int
 }
@@ -105,6 +110,9 @@ func (c PartitionConfig) validate() error {
 	}
 	if c.AckWait < 0 {
 		errs = append(errs, fmt.Errorf("ack wait %s: want 0 (the default) or more", c.AckWait))
+	}
+	if c.StartSequence > 0 && c.ReplayAll {
+		errs = append(errs, fmt.Errorf("start sequence %d and replay all: want one of them", c.StartSequence))
 	}
 	if c.Replicas < 0 {
 		errs = append(errs, fmt.Errorf("replicas %d: want 0 or more", c.Replicas))
@@ -189,8 +197,12 @@ func (c PartitionConfig) partitionConsumer(p int) jetstream.ConsumerConfig {
 func partitionConsumerName(p int) string { return "partition-" + strconv.Itoa(p) }
 
 // EnsurePartitioned creates the partitioned group cfg describes, or checks an existing one, and
-// returns its stream. It is idempotent: every member may call it at start, or a deployment
-// step once; JoinPartitioned then needs only the group's name.
+// returns its stream. It is the deployment step of a group, run once (a Job, a Helm hook, an
+// operator) or by each member at start: JoinPartitioned never creates. It is idempotent on an
+// existing group; it creates a missing one only if cfg says where in Source it starts
+// (StartSequence, or ReplayAll), and fails with ErrNoStartPosition otherwise, so that a member
+// that runs it after the group was deleted does not replay Source's whole history by mistake.
+// A Source that does not exist fails with ErrSourceNotFound.
 //
 // The group's stream sources cfg.Source through a subject transform that puts the partition
 // of each event's object in front of its subject: partition(Partitions) over the namespace
@@ -198,7 +210,9 @@ func partitionConsumerName(p int) string { return "partition-" + strconv.Itoa(p)
 // partition; objects of one namespace and name in different resources or clusters share one.
 // Each partition has a durable consumer that delivers one event at a time (MaxAckPending 1)
 // and takes pull requests by priority (the server's prioritized priority policy, which needs
-// nats-server 2.12 or later: an older server refuses the consumers).
+// nats-server 2.12 or later: on an older server EnsurePartitioned fails with ErrServerTooOld
+// and creates nothing). If a consumer cannot be created, the stream this call created is
+// deleted again.
 //
 // The stream is a work queue: it keeps an event until its partition's consumer has it
 // acknowledged, so it holds the group's backlog, not a second history. One stream serves one
@@ -212,23 +226,79 @@ func EnsurePartitioned(ctx context.Context, js jetstream.JetStream, cfg Partitio
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("partitioned group %q: %w", cfg.Name, err)
 	}
+	if _, err := js.Stream(ctx, cfg.Source); errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil, fmt.Errorf("partitioned group %q: source %q: %w", cfg.Name, cfg.Source, ErrSourceNotFound)
+	} else if err != nil {
+		return nil, fmt.Errorf("partitioned group %q: source %q: %w", cfg.Name, cfg.Source, err)
+	}
 	want := cfg.streamConfig()
-	s, err := js.CreateStream(ctx, want)
-	if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
-		s, err = js.Stream(ctx, cfg.Name)
-		if err == nil {
-			err = checkPartitioned(s.CachedInfo().Config, want)
-		}
+	s, err := js.Stream(ctx, cfg.Name)
+	created := false
+	switch {
+	case err == nil:
+		err = checkPartitioned(s.CachedInfo().Config, want)
+	case errors.Is(err, jetstream.ErrStreamNotFound):
+		s, err = createPartitioned(ctx, js, cfg, want)
+		created = err == nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("partitioned group %q: %w", cfg.Name, err)
 	}
 	for p := range cfg.Partitions {
 		if err := ensurePartitionConsumer(ctx, js, cfg.Name, cfg.partitionConsumer(p)); err != nil {
+			if created {
+				// Leave no stream that sources events nobody can consume.
+				dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+				if derr := js.DeleteStream(dctx, cfg.Name); derr != nil {
+					err = errors.Join(err, fmt.Errorf("delete the stream created: %w", derr))
+				}
+				cancel()
+			}
 			return nil, fmt.Errorf("partitioned group %q: %w", cfg.Name, err)
 		}
 	}
 	return s, nil
+}
+
+// createPartitioned creates the group's stream, if cfg says where to start and the server
+// takes the consumers.
+func createPartitioned(ctx context.Context, js jetstream.JetStream, cfg PartitionConfig, want jetstream.StreamConfig) (jetstream.Stream, error) {
+	if cfg.StartSequence == 0 && !cfg.ReplayAll {
+		return nil, fmt.Errorf("%w: set StartSequence (ReplacementStart of the group it replaces, or past the source's last event) or ReplayAll", ErrNoStartPosition)
+	}
+	if v := js.Conn().ConnectedServerVersion(); !serverAtLeast(v, minPartitionServer) {
+		return nil, fmt.Errorf("%w: server %s, want %d.%d or later for prioritized pulls", ErrServerTooOld, v, minPartitionServer[0], minPartitionServer[1])
+	}
+	s, err := js.CreateStream(ctx, want)
+	if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) { // another member was first
+		if s, err = js.Stream(ctx, cfg.Name); err == nil {
+			err = checkPartitioned(s.CachedInfo().Config, want)
+		}
+	}
+	return s, err
+}
+
+// minPartitionServer is the first nats-server release with the prioritized priority policy.
+var minPartitionServer = [2]int{2, 12}
+
+// cleanupTimeout bounds the deletion of a stream EnsurePartitioned created and could not
+// complete: a request to the server, done even when ctx has ended.
+const cleanupTimeout = 10 * time.Second
+
+// serverAtLeast reports whether server version v ("2.12.1", "v2.12.0-beta") is at least
+// major.minor; a version it cannot read is taken as new enough, the server then refusing the
+// consumers itself.
+func serverAtLeast(v string, want [2]int) bool {
+	parts := strings.SplitN(strings.TrimPrefix(v, "v"), ".", 3)
+	if len(parts) < 2 {
+		return true
+	}
+	major, err1 := strconv.Atoi(parts[0])
+	minor, err2 := strconv.Atoi(parts[1])
+	if err1 != nil || err2 != nil {
+		return true
+	}
+	return major > want[0] || major == want[0] && minor >= want[1]
 }
 
 // checkPartitioned fails with ErrNotPartitioned unless have is the stream of the group want
@@ -247,8 +317,8 @@ func checkPartitioned(have, want jetstream.StreamConfig) error {
 		diffs = append(diffs, fmt.Sprintf("subjects %q or a mirror, want only the source", have.Subjects))
 	}
 	if len(diffs) > 0 {
-		return fmt.Errorf("%w: %s (a group's partition count cannot change: create a group of another name)",
-			ErrNotPartitioned, strings.Join(diffs, "; "))
+		return fmt.Errorf("%w: %s (a group's partition count cannot change: create a group of another name, e.g. %s_P%s, starting at ReplacementStart of this one)",
+			ErrNotPartitioned, strings.Join(diffs, "; "), want.Name, want.Metadata[metaPartitions])
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -56,8 +57,10 @@ func OnConsumeError(fn func(partition int, err error)) JoinOption {
 // JoinPartitioned makes the caller a member of the partitioned group (EnsurePartitioned) and
 // hands it its share of the events: handler is called with each event delivered to this
 // member, until ctx ends. Then JoinPartitioned stops taking events, waits for the handler
-// calls in progress to return (give handler a context that outlives ctx to let them finish)
-// and returns nil. It returns an error when it cannot start, or when a partition's
+// calls in progress to return and returns nil. A Handler built on the same ctx sees it end:
+// the work in hand is cancelled and its event naked, to come again at once to another member
+// (the README's snippet does this); build it on a context cancelled only after
+// JoinPartitioned returns to let the work finish instead. It returns an error when it cannot start, or when a partition's
 // subscription ends without ctx ending (the connection was closed, the group deleted).
 //
 // The member pulls from every partition, each with its priority (AsMember); the server
@@ -70,9 +73,17 @@ func OnConsumeError(fn func(partition int, err error)) JoinOption {
 // members at once, across members joining, leaving and dying: a member killed while it
 // handles events holds up the partitions of those events for AckWait, not more, and each such
 // event is handled again by whoever then receives it (use a Tracker whose store the members
-// share, or idempotent work). The limit is JetStream's: a member cut off from the server that
-// keeps working on an event past AckWait (its InProgress signals lost) may still be at work
-// when the event is delivered to another.
+// share, or idempotent work). While the handler runs, JoinPartitioned tells the server every
+// AckWait/3 that the event is in progress, so a handler may take longer than AckWait without
+// the event coming again. The limit is JetStream's: a member that works on an event longer
+// than AckWait without those signals reaching the server (cut off from it, or stalled) may
+// still be at work when the event is delivered to another.
+//
+// A member that stops cleanly, or whose connection the server sees closed, hands its
+// partitions over at once. One cut off without the connection closing keeps its pull
+// requests until they expire (AckWait/2, 1 s to 30 s): the events the server delivers to
+// it meanwhile come again after AckWait, so such a partition pauses for up to the expiry
+// plus AckWait.
 //
 // handler is called concurrently for different partitions and serially within one; use
 // Handler (and a Tracker) to build it. The messages handler receives carry the relay's
@@ -140,20 +151,88 @@ func JoinPartitioned(ctx context.Context, js jetstream.JetStream, group string, 
 	}
 }
 
-// consumePartition starts pulling partition p's events at the member's priority.
+// consumePartition starts pulling partition p's events at the member's priority. It tells the
+// server every AckWait/3 that an event in hand is still in progress, whatever the handler
+// does, so that a slow handler keeps its event; and it renews its pull requests every
+// pullExpiry(AckWait), so that a member gone without its connection closing holds no pull
+// request past that.
 func consumePartition(ctx context.Context, js jetstream.JetStream, group string, p int, handler jetstream.MessageHandler, o joinOptions) (jetstream.ConsumeContext, error) {
 	cons, err := js.Consumer(ctx, group, partitionConsumerName(p))
 	if err != nil {
 		return nil, fmt.Errorf("partition %d: %w", p, err)
 	}
-	cc, err := cons.Consume(func(msg jetstream.Msg) { handler(newPartitionMsg(msg, p)) },
+	ackWait := cons.CachedInfo().Config.AckWait
+	if ackWait <= 0 {
+		ackWait = DefaultPartitionAckWait
+	}
+	expiry := pullExpiry(ackWait)
+	cc, err := cons.Consume(func(msg jetstream.Msg) {
+		handleInProgress(newPartitionMsg(msg, p), handler, max(ackWait/3, minInProgress))
+	},
 		jetstream.PullPriorityGroup(priorityGroup),
 		jetstream.PullPrioritized(memberPriority(o.index, o.members, p)),
+		jetstream.PullExpiry(expiry),
+		jetstream.PullHeartbeat(pullHeartbeat(expiry)),
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) { o.onError(p, err) }))
 	if err != nil {
 		return nil, fmt.Errorf("partition %d: consume: %w", p, err)
 	}
 	return cc, nil
+}
+
+// Bounds of a member's pull requests (pullExpiry): the client's limits.
+const (
+	// minPullExpiry is the shortest pull request the client makes.
+	minPullExpiry = time.Second
+	// maxPullExpiry is the longest: the client's default, and the longest a member gone
+	// without a word holds a pull request however long AckWait is.
+	maxPullExpiry = 30 * time.Second
+	// minInProgress bounds how often an event in hand is signalled in progress, for a
+	// consumer of a tiny AckWait.
+	minInProgress = 10 * time.Millisecond
+	// minPullHeartbeat and maxPullHeartbeat are the client's bounds of a heartbeat.
+	minPullHeartbeat = 500 * time.Millisecond
+	maxPullHeartbeat = 30 * time.Second
+)
+
+// pullExpiry is how long a member's pull request waits at the server: half of AckWait, within
+// the client's bounds. A member cut off from the server without its connection closing keeps
+// its pull requests until they expire, and the server goes on delivering its partitions to
+// them, for up to this long; the events so delivered come again after AckWait.
+func pullExpiry(ackWait time.Duration) time.Duration {
+	return min(max(ackWait/2, minPullExpiry), maxPullExpiry)
+}
+
+// pullHeartbeat is the idle heartbeat of pull requests of that expiry: half of it, within the
+// client's bounds, so that a member notices a lost server (OnConsumeError) within an expiry.
+func pullHeartbeat(expiry time.Duration) time.Duration {
+	return min(max(expiry/2, minPullHeartbeat), maxPullHeartbeat)
+}
+
+// handleInProgress calls handler with msg, telling the server every interval that msg is in
+// progress until handler returns. An InProgress after the handler acknowledged msg is refused
+// by the server and costs nothing.
+func handleInProgress(msg jetstream.Msg, handler jetstream.MessageHandler, interval time.Duration) {
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				_ = msg.InProgress() // a lost signal costs at most a redelivery
+			}
+		}
+	}()
+	defer func() {
+		close(done)
+		<-stopped
+	}()
+	handler(msg)
 }
 
 // groupPartitions returns the partition count of the group's stream, or ErrNotPartitioned.

@@ -236,7 +236,7 @@ func TestPartitionedGroupOverAnAggregateHandsEveryClustersEventsOut(t *testing.T
 	if _, err := consumer.EnsureAggregate(ctx, f.hub, consumer.Aggregate{Name: "KUBE_ALL", Sources: fanInSources("east", "west")}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := consumer.EnsurePartitioned(ctx, f.hub, consumer.PartitionConfig{Name: "ALL_GROUP", Source: "KUBE_ALL", Partitions: 3}); err != nil {
+	if _, err := consumer.EnsurePartitioned(ctx, f.hub, consumer.PartitionConfig{Name: "ALL_GROUP", Source: "KUBE_ALL", Partitions: 3, ReplayAll: true}); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []string{"east", "west"} {

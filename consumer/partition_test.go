@@ -54,7 +54,7 @@ func partitionedGroup(t *testing.T, js jetstream.JetStream, source string, n int
 	t.Helper()
 	group := source + "_GROUP"
 	_, err := consumer.EnsurePartitioned(context.Background(), js, consumer.PartitionConfig{
-		Name: group, Source: source, Partitions: n,
+		Name: group, Source: source, Partitions: n, ReplayAll: true,
 	})
 	if err != nil {
 		t.Fatalf("EnsurePartitioned: %v", err)
@@ -141,8 +141,6 @@ func TestPartitionOfAnEventDependsOnlyOnItsNamespaceAndName(t *testing.T) {
 		t.Errorf("%d objects spread over partitions %v, want all %d used", len(objects), used, partitions)
 	}
 }
-
-// delivery is one event as a member of a partitioned group handled it.
 
 func TestEnsurePartitionedRefusesAnotherPartitionCount(t *testing.T) {
 	ctx := context.Background()

@@ -68,8 +68,10 @@ func readmeAggregate(ctx context.Context, hub jetstream.JetStream) {
 
 func readmePartitioned(ctx context.Context, js jetstream.JetStream, handle consumer.HandlerFunc, tracker *consumer.Tracker, ordinal int) {
 	// README snippet begin
+	// The deployment step, once: a new group says where to start (ReplayAll, or StartSequence).
 	_, err := consumer.EnsurePartitioned(ctx, js, consumer.PartitionConfig{
-		Name: "CONFIGMAP_AUDIT", Source: "KUBE_prod", Partitions: 12})
+		Name: "CONFIGMAP_AUDIT", Source: "KUBE_prod", Partitions: 12, ReplayAll: true})
+	// On shutdown (ctx ends) the event in hand is cancelled and naked: another replica takes it.
 	handler, err := consumer.Handler(ctx, handle, consumer.TrackWith(tracker))
 	// Replica <ordinal> of 3: first choice for partitions ordinal, ordinal+3, ...; standby for the rest.
 	err = consumer.JoinPartitioned(ctx, js, "CONFIGMAP_AUDIT", handler, consumer.AsMember(ordinal, 3))
