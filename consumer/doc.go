@@ -83,7 +83,11 @@
 // whoever joins, leaves or dies; a member killed while handling an event holds its partition
 // for AckWait. The handler sees the relay's subject (PartitionOf gives the partition), so
 // Decode, Handler and a Tracker work unchanged. The group's stream is a work queue that
-// keeps only the backlog, and its partition count cannot change (ErrNotPartitioned).
+// keeps only the backlog, and its partition count cannot change (ErrNotPartitioned; a group
+// that replaces it starts at ReplacementStart). EnsurePartitioned is the deployment step: it
+// creates a group only when told where in the source to start (ErrNoStartPosition), and
+// JoinPartitioned never creates. JoinPartitioned signals in progress every AckWait/3 while
+// the handler runs, so a slow handler keeps its event.
 //
 // # Starting late: the state mirror
 //

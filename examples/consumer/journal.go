@@ -35,10 +35,13 @@ type entry struct {
 	Error string `json:"error,omitempty"`
 	// Member is "<index>/<members>" of the instance that handled the change, in the
 	// partitioned mode (-partitions); Began and Ended are when its handling began and when
-	// its line was written.
-	Member string     `json:"member,omitempty"`
-	Began  *time.Time `json:"began,omitempty"`
-	Ended  *time.Time `json:"ended,omitempty"`
+	// Append took the line (the last moment before it is written and synced: the event is
+	// acknowledged after that). Delivered is how many times the server had delivered the
+	// event, this time included.
+	Member    string     `json:"member,omitempty"`
+	Began     *time.Time `json:"began,omitempty"`
+	Ended     *time.Time `json:"ended,omitempty"`
+	Delivered uint64     `json:"delivered,omitempty"`
 }
 
 // journal is an append-only file of entries, one JSON object per line, and the set of event
@@ -110,16 +113,20 @@ func (j *journal) Len() int {
 	return j.n
 }
 
-// Append writes e as one line and syncs it to disk. On failure the file is cut back to its
+// Append writes e as one line and syncs it to disk; an entry with Began gets Ended set then. On failure the file is cut back to its
 // previous size, so that a half-written line cannot stay behind.
 func (j *journal) Append(e entry) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if e.Began != nil {
+		ended := time.Now()
+		e.Ended = &ended
+	}
 	line, err := json.Marshal(e)
 	if err != nil {
 		return fmt.Errorf("encode entry %s: %w", e.ID, err)
 	}
 	line = append(line, '\n')
-	j.mu.Lock()
-	defer j.mu.Unlock()
 	n, err := j.f.Write(line)
 	if err == nil {
 		err = j.f.Sync()

@@ -23,6 +23,7 @@
 // Usage:
 //
 //	consumer -server nats://127.0.0.1:4222 -cluster prod -journal audit.jsonl
+//	consumer -cluster prod -partitions 6 -create-group
 //	consumer -cluster prod -partitions 6 -member 0 -members 3 -journal audit-0.jsonl
 package main
 
@@ -77,6 +78,9 @@ type options struct {
 	ackWait, workDelay                                           time.Duration
 	// partitions, member and members set up the partitioned mode (partitioned.go).
 	partitions, member, members int
+	// createGroup makes the instance the deployment step of the partitioned mode: it creates
+	// the group and exits.
+	createGroup bool
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -99,6 +103,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.partitions, "partitions", 0, "share the objects out over this many partitions among -members instances (a partitioned group named -durable); 0: one durable consumer")
 	fs.IntVar(&o.member, "member", 0, "with -partitions: this instance's index among -members, from 0")
 	fs.IntVar(&o.members, "members", 1, "with -partitions: how many instances share the partitions")
+	fs.BoolVar(&o.createGroup, "create-group", false, "with -partitions: create the partitioned group from the stream's first event (or check it) and exit; the deployment step, since members only join")
 	if err := fs.Parse(args); err != nil {
 		return options{}, err
 	}
@@ -107,6 +112,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.stream == "" {
 		o.stream = event.DefaultStream(o.cluster)
+	}
+	if o.createGroup && o.partitions == 0 {
+		return options{}, errors.New("-create-group: want -partitions too")
 	}
 	if o.partitions < 0 || o.members < 1 || o.member < 0 || o.member >= o.members {
 		return options{}, fmt.Errorf("-partitions %d -member %d -members %d: want partitions >= 0 and 0 <= member < members",
@@ -123,13 +131,6 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	log := zerolog.Ctx(ctx)
-	j, err := openJournal(o.journal)
-	if err != nil {
-		return err
-	}
-	defer j.Close()
-	log.Info().Str("journal", o.journal).Int("handled", j.Len()).Msg("journal opened")
-
 	closed := make(chan struct{})
 	nc, err := nats.Connect(o.server, nats.Name("kube-nats-relay-example-consumer"),
 		nats.Timeout(connectTimeout), nats.MaxReconnects(-1),
@@ -142,6 +143,16 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("jetstream: %w", err)
 	}
+	if o.createGroup {
+		return createGroup(ctx, js, o)
+	}
+	j, err := openJournal(o.journal)
+	if err != nil {
+		return err
+	}
+	defer j.Close()
+	log.Info().Str("journal", o.journal).Int("handled", j.Len()).Msg("journal opened")
+
 	svc, err := newService(ctx, j, o.workDelay, log)
 	if err != nil {
 		return err

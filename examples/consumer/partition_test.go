@@ -104,6 +104,11 @@ func TestPartitionedMembersKeepObjectOrderWhenOneIsKilledAndRestarted(t *testing
 	// partitions get new events while the event member 1 held waits out AckWait.
 	changeErr := make(chan error, 1)
 	go func() { changeErr <- createAndUpdate(ctx, cs, name, "cm-") }()
+	// The deployment step creates the group; members only join it.
+	if out, err := exec.CommandContext(ctx, bin, "-server", bed.Env.NATS.URL(), "-stream", vars["RELAY_STREAM"], "-cluster", name,
+		"-durable", group, "-partitions", strconv.Itoa(groupPartitions), "-ack-wait", ackWait.String(), "-create-group").CombinedOutput(); err != nil {
+		t.Fatalf("create the group: %v\n%s", err, out)
+	}
 	procs := make([]*child.Process, groupMembers)
 	for m := range groupMembers {
 		procs[m] = start(m, 0)
@@ -153,6 +158,16 @@ func TestPartitionedMembersKeepObjectOrderWhenOneIsKilledAndRestarted(t *testing
 	}
 	if n := len(journalLines(t, journalOf(1, 1))); n == 0 {
 		t.Errorf("restarted member 1 handled nothing of the second round, want its partitions back")
+	}
+	// The kill landed on an event in hand: another member had it delivered again.
+	redelivered := false
+	for j, list := range byJournal {
+		for _, en := range list {
+			redelivered = redelivered || j != killed && en.Delivered >= 2
+		}
+	}
+	if !redelivered {
+		t.Errorf("no entry of members 0 and 2 delivered twice or more: the kill of member 1 found no event in hand")
 	}
 	checkPartitionedJournals(t, entries, byJournal[killed], readStream(t, stream))
 	// Each object's entries in the order they were handled, whichever member did.

@@ -11,10 +11,12 @@ import (
 )
 
 // runPartitioned is the partitioned mode (-partitions): several instances share the objects
-// out, each object's events handled by one instance at a time, in order. Every instance
-// ensures the group (a stream named -durable that sources the relay's stream, partitioned by
-// namespace and name) and joins it as member -member of -members; it handles its partitions
-// until ctx ends, then finishes the events in hand.
+// out, each object's events handled by one instance at a time, in order. Every instance joins
+// the group (a stream named -durable that sources the relay's stream, partitioned by
+// namespace and name, created beforehand with -create-group) as member -member of -members;
+// it handles its partitions until ctx ends, then finishes the events in hand. An instance
+// never creates the group: one that started after the group was deleted would otherwise
+// replay the relay's whole stream.
 //
 // Each instance keeps its own journal. The event an instance was handling when it crashed may
 // be journaled by that instance and, after -ack-wait, again by the instance that takes the
@@ -23,11 +25,6 @@ import (
 // database its work goes to).
 func runPartitioned(ctx context.Context, js jetstream.JetStream, o options, handler jetstream.MessageHandler) error {
 	log := zerolog.Ctx(ctx)
-	if _, err := consumer.EnsurePartitioned(ctx, js, consumer.PartitionConfig{
-		Name: o.durable, Source: o.stream, Prefix: o.prefix, Partitions: o.partitions, AckWait: o.ackWait,
-	}); err != nil {
-		return err
-	}
 	log.Info().Str("stream", o.stream).Str("group", o.durable).Int("partitions", o.partitions).
 		Int("member", o.member).Int("members", o.members).Msg("consuming partitions")
 	err := consumer.JoinPartitioned(ctx, js, o.durable, handler, consumer.AsMember(o.member, o.members),
@@ -37,5 +34,18 @@ func runPartitioned(ctx context.Context, js jetstream.JetStream, o options, hand
 	if err != nil {
 		return fmt.Errorf("partitioned group %s: %w", o.durable, err)
 	}
+	return nil
+}
+
+// createGroup is the deployment step of the partitioned mode (-create-group): it creates the
+// group over the relay's stream from its first event, an audit trail wanting every change,
+// or checks the group that exists, and returns.
+func createGroup(ctx context.Context, js jetstream.JetStream, o options) error {
+	if _, err := consumer.EnsurePartitioned(ctx, js, consumer.PartitionConfig{
+		Name: o.durable, Source: o.stream, Prefix: o.prefix, Partitions: o.partitions, AckWait: o.ackWait, ReplayAll: true,
+	}); err != nil {
+		return err
+	}
+	zerolog.Ctx(ctx).Info().Str("stream", o.stream).Str("group", o.durable).Int("partitions", o.partitions).Msg("group created")
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -32,6 +33,9 @@ type service struct {
 	// namespace, in the partitioned mode, is the only namespace handled ("" every one): the
 	// group receives every event of the relay's stream, and the others are skipped.
 	namespace string
+	// delivered holds, in the partitioned mode, the delivery count of each message in hand by
+	// its stream sequence, for its journal entry.
+	delivered sync.Map
 }
 
 // newService returns the service over an open journal, its tracker rebuilt from the journal:
@@ -51,6 +55,22 @@ func newService(ctx context.Context, j *journal, workDelay time.Duration, log *z
 // after a crash, a replay by the relay) is acknowledged and not handled again, a message
 // that is not a relay event is terminated, and a failed write is retried.
 func (s *service) messageHandler(ctx context.Context) (jetstream.MessageHandler, error) {
+	h, err := s.eventHandler(ctx)
+	if err != nil || s.member == "" {
+		return h, err
+	}
+	return func(msg jetstream.Msg) {
+		md, err := msg.Metadata()
+		if err == nil {
+			s.delivered.Store(md.Sequence.Stream, md.NumDelivered)
+			defer s.delivered.Delete(md.Sequence.Stream)
+		}
+		h(msg)
+	}, nil
+}
+
+// eventHandler is consumer.Handler around handle.
+func (s *service) eventHandler(ctx context.Context) (jetstream.MessageHandler, error) {
 	return consumer.Handler(ctx, s.handle, consumer.TrackWith(s.tracker), consumer.RetryDelays(retryDelays...),
 		consumer.OnError(func(msg jetstream.Msg, err error) {
 			s.log.Warn().Err(err).Str("subject", msg.Subject()).Msg("event not handled")
@@ -73,8 +93,10 @@ func (s *service) handle(ctx context.Context, e consumer.Event) error {
 	}
 	en := entryFor(e)
 	if s.member != "" {
-		ended := time.Now()
-		en.Member, en.Began, en.Ended = s.member, &began, &ended
+		en.Member, en.Began = s.member, &began
+		if n, ok := s.delivered.Load(e.Sequence); ok {
+			en.Delivered = n.(uint64)
+		}
 	}
 	if err := s.journal.Append(en); err != nil {
 		return err
