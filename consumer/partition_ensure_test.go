@@ -52,6 +52,34 @@ func TestEnsurePartitionedCreatesAGroupOnlyWhenToldWhereToStart(t *testing.T) {
 	}
 }
 
+// refusingConsumers is a JetStream whose server refuses new consumers, as a nats-server
+// before 2.12 refuses the prioritized policy.
+type refusingConsumers struct{ jetstream.JetStream }
+
+// errRefused is the refusal.
+var errRefused = errors.New("consumer refused")
+
+// CreateConsumer refuses.
+func (refusingConsumers) CreateConsumer(context.Context, string, jetstream.ConsumerConfig) (jetstream.Consumer, error) {
+	return nil, errRefused
+}
+
+func TestEnsurePartitionedLeavesNoStreamWhenItsConsumersAreRefused(t *testing.T) {
+	ctx := context.Background()
+	js := jsClient(t)
+	source, _ := testStream(t, js)
+	group := source + "_GROUP"
+	_, err := consumer.EnsurePartitioned(ctx, refusingConsumers{js}, consumer.PartitionConfig{
+		Name: group, Source: source, Partitions: 2, ReplayAll: true,
+	})
+	if !errors.Is(err, errRefused) {
+		t.Fatalf("consumers refused: got %v, want the refusal", err)
+	}
+	if _, err := js.Stream(ctx, group); !errors.Is(err, jetstream.ErrStreamNotFound) {
+		t.Errorf("group stream after its consumers were refused: got %v, want ErrStreamNotFound (deleted again)", err)
+	}
+}
+
 func TestServerVersionCheckNeedsTwoTwelve(t *testing.T) {
 	tests := []struct {
 		v    string
