@@ -70,6 +70,12 @@ type PartitionConfig struct {
 	// needs StartSequence or ReplayAll, so that no call re-creates a deleted group with a
 	// replay of the whole history by mistake.
 	ReplayAll bool
+	// Filters, when set, make the group take only the events they select, of their
+	// objects' derived events too; none means every event of Source. Each must select whole
+	// objects (no Name, no Type), and no two may overlap (the server refuses them). An object
+	// of a filter that sets the namespace is partitioned by name. They cannot change once the
+	// group exists.
+	Filters []event.Filter
 	// Replicas is the group stream's replica count; 0 means 1.
 	Replicas int
 }
@@ -113,6 +119,9 @@ func (c PartitionConfig) validate() error {
 	}
 	if c.StartSequence > 0 && c.ReplayAll {
 		errs = append(errs, fmt.Errorf("start sequence %d and replay all: want one of them", c.StartSequence))
+	}
+	if err := c.validateFilters(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.Replicas < 0 {
 		errs = append(errs, fmt.Errorf("replicas %d: want 0 or more", c.Replicas))
@@ -164,12 +173,13 @@ func (c PartitionConfig) streamConfig() jetstream.StreamConfig {
 		Sources: []*jetstream.StreamSource{{
 			Name:              c.Source,
 			OptStartSeq:       c.StartSequence,
-			SubjectTransforms: []jetstream.SubjectTransformConfig{c.transform()},
+			SubjectTransforms: c.transforms(),
 		}},
 		Metadata: map[string]string{
 			metaPartitions: strconv.Itoa(c.Partitions),
 			metaPrefix:     c.prefix(),
 			metaSource:     c.Source,
+			metaFilters:    c.filterSubjects(),
 		},
 	}
 }
@@ -305,7 +315,7 @@ func serverAtLeast(v string, want [2]int) bool {
 // describes.
 func checkPartitioned(have, want jetstream.StreamConfig) error {
 	var diffs []string
-	for _, k := range []string{metaSource, metaPrefix, metaPartitions} {
+	for _, k := range []string{metaSource, metaPrefix, metaPartitions, metaFilters} {
 		if have.Metadata[k] != want.Metadata[k] {
 			diffs = append(diffs, fmt.Sprintf("%s %q, want %q", strings.TrimPrefix(k, "io.kube-nats-relay."), have.Metadata[k], want.Metadata[k]))
 		}
