@@ -248,8 +248,7 @@ func EnsurePartitioned(ctx context.Context, js jetstream.JetStream, cfg Partitio
 	case err == nil:
 		err = checkPartitioned(s.CachedInfo().Config, want)
 	case errors.Is(err, jetstream.ErrStreamNotFound):
-		s, err = createPartitioned(ctx, js, cfg, want)
-		created = err == nil
+		s, created, err = createPartitioned(ctx, js, cfg, want)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("partitioned group %q: %w", cfg.Name, err)
@@ -271,21 +270,22 @@ func EnsurePartitioned(ctx context.Context, js jetstream.JetStream, cfg Partitio
 }
 
 // createPartitioned creates the group's stream, if cfg says where to start and the server
-// takes the consumers.
-func createPartitioned(ctx context.Context, js jetstream.JetStream, cfg PartitionConfig, want jetstream.StreamConfig) (jetstream.Stream, error) {
+// takes the consumers; created is false when another caller created it first.
+func createPartitioned(ctx context.Context, js jetstream.JetStream, cfg PartitionConfig, want jetstream.StreamConfig) (s jetstream.Stream, created bool, err error) {
 	if cfg.StartSequence == 0 && !cfg.ReplayAll {
-		return nil, fmt.Errorf("%w: set StartSequence (ReplacementStart of the group it replaces, or past the source's last event) or ReplayAll", ErrNoStartPosition)
+		return nil, false, fmt.Errorf("%w: set StartSequence (ReplacementStart of the group it replaces, or past the source's last event) or ReplayAll", ErrNoStartPosition)
 	}
 	if v := js.Conn().ConnectedServerVersion(); !serverAtLeast(v, minPartitionServer) {
-		return nil, fmt.Errorf("%w: server %s, want %d.%d or later for prioritized pulls", ErrServerTooOld, v, minPartitionServer[0], minPartitionServer[1])
+		return nil, false, fmt.Errorf("%w: server %s, want %d.%d or later for prioritized pulls", ErrServerTooOld, v, minPartitionServer[0], minPartitionServer[1])
 	}
-	s, err := js.CreateStream(ctx, want)
-	if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) { // another member was first
+	s, err = js.CreateStream(ctx, want)
+	if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) { // another caller was first
 		if s, err = js.Stream(ctx, cfg.Name); err == nil {
 			err = checkPartitioned(s.CachedInfo().Config, want)
 		}
+		return s, false, err
 	}
-	return s, err
+	return s, err == nil, err
 }
 
 // minPartitionServer is the first nats-server release with the prioritized priority policy.
