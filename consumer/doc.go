@@ -69,6 +69,27 @@
 // ErrConsumerConflict naming each difference, or, with UpdateExisting, changes the filters,
 // AckWait and MaxAckPending (never the start position) and keeps the position.
 //
+// # Partitioned groups
+//
+// A partitioned group lets several replicas of a service share the objects out while each
+// object's events stay in order. EnsurePartitioned creates a stream that sources the relay's
+// stream (or an aggregate) through a subject transform writing partition(N) of the
+// namespace and name tokens in front of each subject, so every event of an object, derived
+// events included, lands in one partition; and one durable consumer per partition with
+// MaxAckPending 1 and the server's prioritized priority policy. JoinPartitioned makes the
+// caller a member (AsMember): it pulls every partition, at priority 0 for its own and lower
+// for the others, so the server hands each partition to its first-choice member while that
+// member runs and to a standby when it does not. With one event of a partition out at a
+// time, an object's events are handled in stream order and never by two members at once,
+// whoever joins, leaves or dies; a member killed while handling an event holds its partition
+// for AckWait. The handler sees the relay's subject (PartitionOf gives the partition), so
+// Decode, Handler and a Tracker work unchanged. The group's stream is a work queue that
+// keeps only the backlog, and its partition count cannot change (ErrNotPartitioned; a group
+// that replaces it starts at ReplacementStart). EnsurePartitioned is the deployment step: it
+// creates a group only when told where in the source to start (ErrNoStartPosition), and
+// JoinPartitioned never creates. JoinPartitioned signals in progress every AckWait/3 while
+// the handler runs, so a slow handler keeps its event.
+//
 // # Starting late: the state mirror
 //
 // Bootstrap reads the relay's state mirror (RELAY_MIRROR_RESOURCES) and the stream position

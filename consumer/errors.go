@@ -28,6 +28,19 @@ var (
 	// captures subjects of its own, mirrors a stream, is sealed, or sources one of the
 	// clusters' streams in another way.
 	ErrNotAggregate = errors.New("stream is not an aggregate of those sources")
+	// ErrNotPartitioned reports a stream that is not the partitioned group asked for: not made
+	// by EnsurePartitioned, or made with another source, prefix or partition count.
+	ErrNotPartitioned = errors.New("stream is not that partitioned group")
+	// ErrSourceNotFound reports a partitioned group whose source stream does not exist: not
+	// created yet, misspelled, or in another account or domain.
+	ErrSourceNotFound = errors.New("source stream not found")
+	// ErrNoStartPosition reports a partitioned group EnsurePartitioned would create without
+	// being told where in its source to start: PartitionConfig sets neither StartSequence nor
+	// ReplayAll.
+	ErrNoStartPosition = errors.New("new partitioned group without a start position")
+	// ErrServerTooOld reports a nats-server without a feature asked for: the partitioned
+	// group's prioritized pulls need nats-server 2.12 or later.
+	ErrServerTooOld = errors.New("nats-server too old")
 	// ErrInvalidResourceVersion reports a resourceVersion that is not a decimal integer, so
 	// that it cannot be compared with another.
 	ErrInvalidResourceVersion = errors.New("invalid resourceVersion")

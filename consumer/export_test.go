@@ -16,3 +16,9 @@ func TrackedStates(t *Tracker) map[ObjectKey]TrackedState {
 	defer m.mu.Unlock()
 	return maps.Clone(m.states)
 }
+
+// MemberPriority is the priority a member pulls a partition's events at.
+var MemberPriority = memberPriority
+
+// ServerAtLeast reports whether a server version is at least major.minor.
+func ServerAtLeast(v string, major, minor int) bool { return serverAtLeast(v, [2]int{major, minor}) }

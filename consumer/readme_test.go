@@ -66,6 +66,19 @@ func readmeAggregate(ctx context.Context, hub jetstream.JetStream) {
 	_, _ = cons, err
 }
 
+func readmePartitioned(ctx context.Context, js jetstream.JetStream, handle consumer.HandlerFunc, tracker *consumer.Tracker, ordinal int) {
+	// README snippet begin
+	// The deployment step, once: a new group says where to start (ReplayAll, or StartSequence).
+	_, err := consumer.EnsurePartitioned(ctx, js, consumer.PartitionConfig{
+		Name: "CONFIGMAP_AUDIT", Source: "KUBE_prod", Partitions: 12, ReplayAll: true})
+	// On shutdown (ctx ends) the event in hand is cancelled and naked: another replica takes it.
+	handler, err := consumer.Handler(ctx, handle, consumer.TrackWith(tracker))
+	// Replica <ordinal> of 3: first choice for partitions ordinal, ordinal+3, ...; standby for the rest.
+	err = consumer.JoinPartitioned(ctx, js, "CONFIGMAP_AUDIT", handler, consumer.AsMember(ordinal, 3))
+	// README snippet end
+	_ = err
+}
+
 var (
 	// readmeGoBlock matches a Go code block of the README, indented as in a list item.
 	readmeGoBlock = regexp.MustCompile("(?ms)^( *)```go\n(.*?)^ *```\n")

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/kube-nats-relay/kube-nats-relay/consumer"
@@ -32,11 +33,21 @@ type entry struct {
 	FinalStateUnknown bool       `json:"finalStateUnknown,omitempty"`
 	// Error says why the object could not be read.
 	Error string `json:"error,omitempty"`
+	// Member is "<index>/<members>" of the instance that handled the change, in the
+	// partitioned mode (-partitions); Began and Ended are when its handling began and when
+	// Append took the line (the last moment before it is written and synced: the event is
+	// acknowledged after that). Delivered is how many times the server had delivered the
+	// event, this time included.
+	Member    string     `json:"member,omitempty"`
+	Began     *time.Time `json:"began,omitempty"`
+	Ended     *time.Time `json:"ended,omitempty"`
+	Delivered uint64     `json:"delivered,omitempty"`
 }
 
 // journal is an append-only file of entries, one JSON object per line, and the set of event
 // ids it holds. An entry is on disk (synced) when Append returns nil.
 type journal struct {
+	mu   sync.Mutex // Append runs for several partitions at once (-partitions)
 	f    *os.File
 	size int64
 	ids  map[string]bool
@@ -86,17 +97,31 @@ func openJournal(path string) (*journal, error) {
 }
 
 // Has reports whether the event id has an entry.
-func (j *journal) Has(id string) bool { return j.ids[id] }
+func (j *journal) Has(id string) bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.ids[id]
+}
 
 // Loaded returns the entries the file held when it was opened, in order.
 func (j *journal) Loaded() []entry { return j.loaded }
 
 // Len returns the number of entries (lines), one per change handled.
-func (j *journal) Len() int { return j.n }
+func (j *journal) Len() int {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.n
+}
 
-// Append writes e as one line and syncs it to disk. On failure the file is cut back to its
+// Append writes e as one line and syncs it to disk; an entry with Began gets Ended set then. On failure the file is cut back to its
 // previous size, so that a half-written line cannot stay behind.
 func (j *journal) Append(e entry) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if e.Began != nil {
+		ended := time.Now()
+		e.Ended = &ended
+	}
 	line, err := json.Marshal(e)
 	if err != nil {
 		return fmt.Errorf("encode entry %s: %w", e.ID, err)

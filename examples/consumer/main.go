@@ -17,9 +17,14 @@
 // delivered (docs/events.md, "The cost of MaxAckPending: 1"). It does not bootstrap from the
 // state mirror: an audit trail records changes, and it reads the stream from its first event.
 //
+// With -partitions, several instances share the objects out as a partitioned group
+// (partitioned.go), each object's events still handled by one instance at a time, in order.
+//
 // Usage:
 //
 //	consumer -server nats://127.0.0.1:4222 -cluster prod -journal audit.jsonl
+//	consumer -cluster prod -partitions 6 -create-group
+//	consumer -cluster prod -partitions 6 -member 0 -members 3 -journal audit-0.jsonl
 package main
 
 import (
@@ -71,6 +76,11 @@ func main() {
 type options struct {
 	server, stream, prefix, cluster, namespace, durable, journal string
 	ackWait, workDelay                                           time.Duration
+	// partitions, member and members set up the partitioned mode (partitioned.go).
+	partitions, member, members int
+	// createGroup makes the instance the deployment step of the partitioned mode: it creates
+	// the group and exits.
+	createGroup bool
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -90,6 +100,10 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.journal, "journal", "configmap-audit.jsonl", "journal file: the audit trail, and the record of what was handled")
 	fs.DurationVar(&o.ackWait, "ack-wait", defaultAckWait, "redeliver an event not acknowledged after this long (applied to an existing consumer too)")
 	fs.DurationVar(&o.workDelay, "work-delay", 0, "pretend each event takes this long to handle (for demonstrations and tests)")
+	fs.IntVar(&o.partitions, "partitions", 0, "share the objects out over this many partitions among -members instances (a partitioned group named -durable); 0: one durable consumer")
+	fs.IntVar(&o.member, "member", 0, "with -partitions: this instance's index among -members, from 0")
+	fs.IntVar(&o.members, "members", 1, "with -partitions: how many instances share the partitions")
+	fs.BoolVar(&o.createGroup, "create-group", false, "with -partitions: create the partitioned group from the stream's first event (or check it) and exit; the deployment step, since members only join")
 	if err := fs.Parse(args); err != nil {
 		return options{}, err
 	}
@@ -98,6 +112,13 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.stream == "" {
 		o.stream = event.DefaultStream(o.cluster)
+	}
+	if o.createGroup && o.partitions == 0 {
+		return options{}, errors.New("-create-group: want -partitions too")
+	}
+	if o.partitions < 0 || o.members < 1 || o.member < 0 || o.member >= o.members {
+		return options{}, fmt.Errorf("-partitions %d -member %d -members %d: want partitions >= 0 and 0 <= member < members",
+			o.partitions, o.member, o.members)
 	}
 	return o, nil
 }
@@ -110,13 +131,6 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	log := zerolog.Ctx(ctx)
-	j, err := openJournal(o.journal)
-	if err != nil {
-		return err
-	}
-	defer j.Close()
-	log.Info().Str("journal", o.journal).Int("handled", j.Len()).Msg("journal opened")
-
 	closed := make(chan struct{})
 	nc, err := nats.Connect(o.server, nats.Name("kube-nats-relay-example-consumer"),
 		nats.Timeout(connectTimeout), nats.MaxReconnects(-1),
@@ -129,6 +143,49 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("jetstream: %w", err)
 	}
+	if o.createGroup {
+		return createGroup(ctx, js, o)
+	}
+	j, err := openJournal(o.journal)
+	if err != nil {
+		return err
+	}
+	defer j.Close()
+	log.Info().Str("journal", o.journal).Int("handled", j.Len()).Msg("journal opened")
+
+	svc, err := newService(ctx, j, o.workDelay, log)
+	if err != nil {
+		return err
+	}
+	if o.partitions > 0 {
+		svc.member, svc.namespace = fmt.Sprintf("%d/%d", o.member, o.members), o.namespace
+	}
+	// The handler runs on until the consumer is drained, so it gets a context that outlives
+	// ctx: a SIGTERM lets the event in hand finish instead of failing it.
+	handler, err := svc.messageHandler(context.WithoutCancel(ctx))
+	if err != nil {
+		return err
+	}
+	if o.partitions > 0 {
+		err = runPartitioned(ctx, js, o, handler)
+	} else {
+		err = runDurable(ctx, js, o, handler)
+	}
+	if err != nil {
+		return err
+	}
+	if err := nc.Drain(); err != nil { // flush the last acknowledgement
+		return fmt.Errorf("drain nats connection: %w", err)
+	}
+	<-closed
+	log.Info().Int("handled", j.Len()).Msg("stopped")
+	return nil
+}
+
+// runDurable follows the ConfigMaps' events with one durable consumer, one event at a time,
+// until ctx ends, and then finishes the event in hand.
+func runDurable(ctx context.Context, js jetstream.JetStream, o options, handler jetstream.MessageHandler) error {
+	log := zerolog.Ctx(ctx)
 	filter := consumer.ResourceFilter(o.prefix, o.cluster, schema.GroupResource{Resource: "configmaps"})
 	filter.Namespace = o.namespace
 	subjects, err := consumer.Subjects(filter)
@@ -137,16 +194,6 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	cons, err := consumer.Durable(ctx, js, o.stream, o.durable, subjects,
 		consumer.MaxAckPending(1), consumer.AckWait(o.ackWait), consumer.UpdateExisting())
-	if err != nil {
-		return err
-	}
-	svc, err := newService(ctx, j, o.workDelay, log)
-	if err != nil {
-		return err
-	}
-	// The handler runs on until the consumer is drained, so it gets a context that outlives
-	// ctx: a SIGTERM lets the event in hand finish instead of failing it.
-	handler, err := svc.messageHandler(context.WithoutCancel(ctx))
 	if err != nil {
 		return err
 	}
@@ -162,10 +209,5 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	<-ctx.Done()
 	cc.Drain() // take no more, finish what was delivered
 	<-cc.Closed()
-	if err := nc.Drain(); err != nil { // flush the last acknowledgement
-		return fmt.Errorf("drain nats connection: %w", err)
-	}
-	<-closed
-	log.Info().Int("handled", j.Len()).Msg("stopped")
 	return nil
 }

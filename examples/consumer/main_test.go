@@ -239,10 +239,15 @@ func checkState(t *testing.T, entries []entry, cs kubernetes.Interface, namespac
 
 // makeChanges creates, updates and deletes the test's ConfigMaps.
 func makeChanges(ctx context.Context, cs kubernetes.Interface, namespace string) error {
+	return makeNamedChanges(ctx, cs, namespace, "cm-")
+}
+
+// makeNamedChanges creates, updates and deletes the ConfigMaps prefix<00 to 29>.
+func makeNamedChanges(ctx context.Context, cs kubernetes.Interface, namespace, prefix string) error {
 	cms := cs.CoreV1().ConfigMaps(namespace)
 	for i := range objects {
 		cm, err := cms.Create(ctx, &corev1.ConfigMap{
-			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%02d", i)},
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s%02d", prefix, i)},
 			Data:       map[string]string{"v": "0"},
 		}, metav1.CreateOptions{})
 		if err != nil {

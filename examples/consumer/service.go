@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -19,12 +20,22 @@ import (
 // enough to resume soon after the disk recovers.
 var retryDelays = []time.Duration{time.Second, 5 * time.Second}
 
-// service handles the events one at a time (the consumer calls the handler serially).
+// service handles the events: one at a time with one durable consumer; with -partitions,
+// one at a time per partition, several partitions at once (the journal and the tracker are
+// safe for that).
 type service struct {
 	journal   *journal
 	tracker   *consumer.Tracker
 	workDelay time.Duration
 	log       *zerolog.Logger
+	// member is "<index>/<members>" in the partitioned mode, "" otherwise.
+	member string
+	// namespace, in the partitioned mode, is the only namespace handled ("" every one): the
+	// group receives every event of the relay's stream, and the others are skipped.
+	namespace string
+	// delivered holds, in the partitioned mode, the delivery count of each message in hand by
+	// its stream sequence, for its journal entry.
+	delivered sync.Map
 }
 
 // newService returns the service over an open journal, its tracker rebuilt from the journal:
@@ -44,6 +55,22 @@ func newService(ctx context.Context, j *journal, workDelay time.Duration, log *z
 // after a crash, a replay by the relay) is acknowledged and not handled again, a message
 // that is not a relay event is terminated, and a failed write is retried.
 func (s *service) messageHandler(ctx context.Context) (jetstream.MessageHandler, error) {
+	h, err := s.eventHandler(ctx)
+	if err != nil || s.member == "" {
+		return h, err
+	}
+	return func(msg jetstream.Msg) {
+		md, err := msg.Metadata()
+		if err == nil {
+			s.delivered.Store(md.Sequence.Stream, md.NumDelivered)
+			defer s.delivered.Delete(md.Sequence.Stream)
+		}
+		h(msg)
+	}, nil
+}
+
+// eventHandler is consumer.Handler around handle.
+func (s *service) eventHandler(ctx context.Context) (jetstream.MessageHandler, error) {
 	return consumer.Handler(ctx, s.handle, consumer.TrackWith(s.tracker), consumer.RetryDelays(retryDelays...),
 		consumer.OnError(func(msg jetstream.Msg, err error) {
 			s.log.Warn().Err(err).Str("subject", msg.Subject()).Msg("event not handled")
@@ -53,6 +80,10 @@ func (s *service) messageHandler(ctx context.Context) (jetstream.MessageHandler,
 // handle writes the event's journal entry: the work and the record that it was done, in one
 // synced append, so that no crash can separate them.
 func (s *service) handle(ctx context.Context, e consumer.Event) error {
+	if s.member != "" && (e.Group != "" || e.Resource != "configmaps" || (s.namespace != "" && e.Namespace != s.namespace)) {
+		return nil // not a ConfigMap this service audits
+	}
+	began := time.Now()
 	if s.workDelay > 0 {
 		select {
 		case <-time.After(s.workDelay):
@@ -60,7 +91,14 @@ func (s *service) handle(ctx context.Context, e consumer.Event) error {
 			return ctx.Err()
 		}
 	}
-	if err := s.journal.Append(entryFor(e)); err != nil {
+	en := entryFor(e)
+	if s.member != "" {
+		en.Member, en.Began = s.member, &began
+		if n, ok := s.delivered.Load(e.Sequence); ok {
+			en.Delivered = n.(uint64)
+		}
+	}
+	if err := s.journal.Append(en); err != nil {
 		return err
 	}
 	s.log.Debug().Str("id", e.ID()).Uint64("seq", e.Sequence).Str("type", string(e.Type)).

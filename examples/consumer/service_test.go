@@ -200,3 +200,27 @@ func TestFlagsDefaultToTheClustersStream(t *testing.T) {
 		})
 	}
 }
+
+func TestFlagsRefuseAMemberOutsideThePartitionedGroup(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		wantErr bool
+	}{
+		{name: "one durable consumer", args: nil},
+		{name: "member 2 of 3", args: []string{"-partitions", "6", "-member", "2", "-members", "3"}},
+		{name: "member 3 of 3", args: []string{"-partitions", "6", "-member", "3", "-members", "3"}, wantErr: true},
+		{name: "create the group", args: []string{"-partitions", "6", "-create-group"}},
+		{name: "create a group without partitions", args: []string{"-create-group"}, wantErr: true},
+		{name: "no members", args: []string{"-partitions", "6", "-members", "0"}, wantErr: true},
+		{name: "negative partitions", args: []string{"-partitions", "-1"}, wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := parseFlags(tt.args, io.Discard)
+			if (err != nil) != tt.wantErr {
+				t.Errorf("parseFlags(%q): got error %v, want error %v", tt.args, err, tt.wantErr)
+			}
+		})
+	}
+}
