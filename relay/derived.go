@@ -167,5 +167,3 @@ func (in *intake) derivedPublished(ctx context.Context, dm event.Meta) bool {
 	}
 	return last.ResourceVersion == dm.ResourceVersion || rvLess(dm.ResourceVersion, last.ResourceVersion)
 }
-
-
