@@ -37,9 +37,9 @@ func DerivedOf(msgs []Message, key, name string) []Message {
 // derived again under a later change).
 func Derived(msgs []Message) []string {
 	var out []string
-	at := make(map[string]int) // change id -> position of its own event
+	at := make(map[string]int) // change id -> position of its own event (its first copy)
 	for i, m := range msgs {
-		if m.Meta.Derived == "" {
+		if _, dup := at[m.Meta.ID()]; m.Meta.Derived == "" && !dup {
 			at[m.Meta.ID()] = i
 		}
 	}
@@ -76,4 +76,51 @@ func Derived(msgs []Message) []string {
 // describeDerived describes a derived event in one line.
 func describeDerived(m Message) string {
 	return fmt.Sprintf("seq %d: derived %s of %s %s rv=%s origin=%s", m.Seq, m.Meta.Derived, m.Meta.Type, m.Key(), m.Meta.ResourceVersion, m.Meta.Origin)
+}
+
+// ExpectDerived checks the derived events named name against the ordinary events of the same
+// stream, which must hold every change of the objects (no 410, no filter): cond says whether
+// the condition holds for a change, given its body and the previous change's body of the same
+// uid (nil for the first). For a state condition (state true) one event is expected for every
+// change for which cond holds while it did not hold for the previous change; for a
+// transition condition, one for every change for which it holds. Missing and unexpected
+// events are both problems, named by the change they derive from.
+func ExpectDerived(msgs []Message, name string, state bool, cond func(obj, old map[string]any) bool) []string {
+	want := make(map[string]Message) // change id -> its own event
+	prevBody := make(map[string]map[string]any)
+	prevHeld := make(map[string]bool)
+	seen := make(map[string]bool)
+	for _, m := range msgs {
+		if m.Meta.Derived != "" || seen[m.Meta.ID()] {
+			continue // a copy of a change (past the duplicate window) is not another change
+		}
+		seen[m.Meta.ID()] = true
+		old, seen := prevBody[m.Meta.UID]
+		if !seen {
+			old = nil
+		}
+		now := cond(m.Body, old)
+		if now && (!state || !prevHeld[m.Meta.UID]) {
+			want[m.Meta.ID()] = m
+		}
+		prevBody[m.Meta.UID], prevHeld[m.Meta.UID] = m.Body, now
+	}
+	var out []string
+	got := make(map[string]bool)
+	for _, m := range msgs {
+		if m.Meta.Derived != name {
+			continue
+		}
+		from := m.Header.Get(event.HeaderDerivedFrom)
+		got[from] = true
+		if _, ok := want[from]; !ok {
+			out = append(out, "unexpected: "+describeDerived(m))
+		}
+	}
+	for id, m := range want {
+		if !got[id] {
+			out = append(out, fmt.Sprintf("missing: derived %s of %s", name, m.String()))
+		}
+	}
+	return out
 }
