@@ -236,3 +236,33 @@ func TestDerivedEventsAfterRelistComeFromTheIndex(t *testing.T) {
 	checkDerived(t, msgs, "kube")
 	r.stop(t)
 }
+
+// TestDerivedFallingEdgeIsRecordedAcrossRestart: a change whose own event is filtered and
+// that only makes a state condition fall publishes nothing, but must be recorded in the
+// object index; otherwise a relay restarted after it would still take the condition for held
+// and lose the next rise.
+func TestDerivedFallingEdgeIsRecordedAcrossRestart(t *testing.T) {
+	name, cs := testNamespace(t)
+	vars := derivedVars(t, name)
+	r := startRelay(t, vars)
+	js := jsClient(t)
+	stream := vars["RELAY_STREAM"]
+	waitOutput(t, r, `"watching"`)
+	key := name + "/web"
+	createConfigMap(t, cs, name, "web", nil, map[string]string{"state": "ready"})
+	waitFor(t, js, stream, "the first rise", func(m []received) bool { return len(contract.DerivedOf(m, key, "ready")) == 1 })
+	setCMData(t, cs, name, "web", map[string]string{"state": "broken"}) // falls: filtered, nothing published
+	createConfigMap(t, cs, name, "fence", nil, nil)
+	waitFor(t, js, stream, "the fence", func(m []received) bool { return countOf(m, name, "fence", event.Added) == 1 })
+	r.stop(t)
+
+	r = startRelay(t, vars)
+	waitOutput(t, r, `"watching"`)
+	setCMData(t, cs, name, "web", map[string]string{"state": "ready"}) // rises again
+	msgs := waitFor(t, js, stream, "the second rise", func(m []received) bool { return len(contract.DerivedOf(m, key, "ready")) == 2 })
+	if got := types(contract.Ordinary(msgs)); got != "added,added" {
+		t.Errorf("ordinary events: got %s, want added,added (the modifications filtered)", got)
+	}
+	checkDerived(t, msgs, "kube")
+	r.stop(t)
+}
