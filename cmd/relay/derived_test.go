@@ -218,8 +218,17 @@ func TestDerivedEventsAfterRelistComeFromTheIndex(t *testing.T) {
 	}
 	r = startRelay(t, vars)
 	waitOutput(t, r, "resourceVersion expired, relisting")
-	createConfigMap(t, cs, name, "fence", nil, nil)
-	msgs := waitFor(t, js, stream, "the fence", func(m []received) bool { return countOf(m, name, "fence", event.Added) == 1 })
+	// The fence sorts first in the relist and is published concurrently with the others: its
+	// event alone says nothing about theirs. The checkpoint reaching its resourceVersion does:
+	// it passes a change only once the change and every earlier one are handled.
+	fence := createConfigMap(t, cs, name, "fence", nil, nil)
+	src := relay.CheckpointKey(relay.SourceConfig{Cluster: name, Namespace: name, Resource: relay.Resource{
+		GroupVersionResource: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Namespaced: true}})
+	waitCheckpoint(t, js, vars["RELAY_CHECKPOINT_BUCKET"], src, rvAtLeast(t, fence.ResourceVersion))
+	msgs := readStream(ctx, t, js, stream)
+	if countOf(msgs, name, "fence", event.Added) != 1 {
+		t.Fatalf("the checkpoint passed the fence but its event is not in the stream\n%s", describe(msgs))
+	}
 	rises := contract.DerivedOf(msgs, name+"/rises", "ready")
 	if len(rises) != 1 || rises[0].Meta.Origin != event.Relist {
 		t.Errorf("ready of rises: got %d events (%s), want 1 of origin relist\n%s", len(rises), describe(rises), describe(msgs))
