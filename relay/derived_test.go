@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/nats-io/nats.go"
@@ -114,4 +115,24 @@ func TestCoveredTellsAHandledChangeFromANewOne(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestPipelinePublishesTheDerivedEventsOfADeniedChangeWithoutItsIndexRecord(t *testing.T) {
+	r, refusals := startRefusingPipeline(t, 10)
+	it := change("a", "a1", "1")
+	it.derived = []*nats.Msg{{Subject: "a1.derived.ready"}, {Subject: "a1.derived.other"}}
+	it.index = &nats.Msg{Subject: "idx.a1"}
+	r.p.in <- it
+	r.next(t).fail(fmt.Errorf("%w for publish to %q", ErrPublishDenied, "a1"))
+	if got := nextRefusal(t, refusals); got != (refusedStep{subject: "a1", step: StepEvent, why: RefusedDenied}) {
+		t.Fatalf("refusal: got %+v, want a1's event denied, given up", got)
+	}
+	r.publishesInOrder(t, "a1.derived.ready")
+	// Denied too: given up alone, the next one still goes out.
+	r.next(t).fail(fmt.Errorf("%w for publish to %q", ErrPublishDenied, "a1.derived.other"))
+	if got := nextRefusal(t, refusals); got != (refusedStep{subject: "a1.derived.other", step: StepDerived, why: RefusedDenied}) {
+		t.Fatalf("refusal: got %+v, want the derived event denied, given up", got)
+	}
+	waitCheckpoint(t, r.ck, "1")
+	r.none(t) // no index record for a change whose event was never published
 }
