@@ -52,9 +52,12 @@
 // name, and every other fact (Type, ResourceVersion, Origin, ...) is the change's; the
 // k8s-derived-from header carries the change's id (even when the change's own event was
 // filtered). Select them with event.Filter.Derived: event.AllDerived for every derived event,
-// a name for one; a filter without Derived selects only ordinary events, so existing
-// consumers see no derived event. A Tracker keeps each derived event name of an object apart
-// from its changes (ObjectKey.Derived): it shares their resourceVersions.
+// a name for one; a filter without Derived selects only ordinary events. A consumer whose
+// subject filter has a fixed number of tokens (ending in a type token or *) sees no derived
+// event, which has one token more; one that subscribes with > (or reads the stream without a
+// subject filter) receives them too and must check Event.Derived before it treats an event
+// as a change of its object. A Tracker keeps each derived event name of an object apart from
+// its changes (ObjectKey.Derived): it shares their resourceVersions.
 //
 // # Many clusters
 //

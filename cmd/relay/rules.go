@@ -2,6 +2,9 @@ package main
 
 import (
 	"context"
+	"sync"
+
+	"github.com/rs/zerolog"
 
 	"github.com/kube-nats-relay/kube-nats-relay/event"
 	"github.com/kube-nats-relay/kube-nats-relay/filter"
@@ -42,12 +45,34 @@ func (r sourceRules) Namespace(ns string, labels map[string]string) bool {
 
 // derivingRules are sourceRules whose program derives events; a program without derived
 // events is plugged in as sourceRules, so that its sources skip derivation entirely.
-type derivingRules struct{ sourceRules }
+type derivingRules struct {
+	sourceRules
+	warn *projectionWarnings
+}
 
-// rulesOf returns p as the source's relay.Rules.
-func rulesOf(p *filter.Program) relay.Rules {
+// projectionWarnings logs, once per derived event name, that its projection failed and its
+// events carry the change's own body instead.
+type projectionWarnings struct {
+	log    zerolog.Logger
+	mu     sync.Mutex
+	warned map[string]bool
+}
+
+func (w *projectionWarnings) failed(name string, err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.warned[name] {
+		return
+	}
+	w.warned[name] = true
+	w.log.Warn().Err(err).Str("derived", name).
+		Msg("derived event projection failed, publishing the change's body instead (logged once per derived event)")
+}
+
+// rulesOf returns p as the source's relay.Rules; log names the source.
+func rulesOf(p *filter.Program, log zerolog.Logger) relay.Rules {
 	if p.HasDerived() {
-		return derivingRules{sourceRules{p}}
+		return derivingRules{sourceRules{p}, &projectionWarnings{log: log, warned: map[string]bool{}}}
 	}
 	return sourceRules{p}
 }
@@ -59,7 +84,10 @@ func (r derivingRules) Derive(c relay.Change, held []string) relay.Derivation {
 	for _, name := range d.Fired {
 		e := relay.DerivedEvent{Name: name}
 		body, ok, err := r.p.DerivedBody(name, c.Object)
-		if ok && err == nil {
+		switch {
+		case err != nil:
+			r.warn.failed(name, err)
+		case ok:
 			e.Body, e.Projected = body, true
 		}
 		out.Fired = append(out.Fired, e)
