@@ -207,6 +207,12 @@ func ruleExpressions(r Rule) []ruleExpr {
 	if r.When != nil && *r.When != "" {
 		out = append(out, ruleExpr{field: "when", expr: *r.When})
 	}
+	// Derived events are refused in defaults, so only a rule's own list holds conditions.
+	for i, d := range r.Derived {
+		if d.Condition != "" {
+			out = append(out, ruleExpr{field: fmt.Sprintf("derived[%d].condition", i), expr: d.Condition})
+		}
+	}
 	return out
 }
 
