@@ -67,7 +67,7 @@ func TestIndexAndMirrorWriteToTheirBucketInAnotherDomain(t *testing.T) {
 				t.Fatalf("open index in the leaf's domain: %v", err)
 			}
 			src := "prod.core.configmaps._all"
-			msg := ix.Record(src, "default/web", "u1", "10")
+			msg := ix.Record(src, "default/web", "u1", "10", nil)
 			ack, err := tt.js.PublishMsg(ctx, msg)
 			if err != nil {
 				t.Fatalf("record on %s: %v", msg.Subject, err)
@@ -146,7 +146,7 @@ func TestIndexOverAMirroredBucketWritesToItsOrigin(t *testing.T) {
 		t.Fatalf("open the index over the mirror: %v", err)
 	}
 	src := "prod.core.configmaps._all"
-	msg := ix.Record(src, "default/web", "u1", "10")
+	msg := ix.Record(src, "default/web", "u1", "10", nil)
 	ack, err := hubJS.PublishMsg(ctx, msg)
 	if err != nil {
 		t.Fatalf("record on %s: %v", msg.Subject, err)

@@ -31,10 +31,12 @@ type IndexConfig struct {
 // resourceVersion of the last published change. Keys are <source>.<namespace>.<name>, the
 // source key with its dots replaced by '/', so that one source's keys never match another's
 // filter, namespace and name written with event.NamespaceKeyToken and event.KeyToken. Values
-// are "<uid> <resourceVersion>" when the key decodes back to the object; when namespace or
-// name is too long and written in the hashed form, the value is the JSON object
-// {"uid", "resourceVersion", "object" (base64 of "namespace/name")}, so that Load still
-// returns the exact object.
+// are "<uid> <resourceVersion>" when the key decodes back to the object and no state
+// condition of a derived event holds; otherwise the JSON object {"uid", "resourceVersion",
+// "object" (base64 of "namespace/name", when namespace or name is too long and the key is in
+// the hashed form, so that Load still returns the exact object), "held" (the names of the
+// derived events whose state condition held at the recorded change)}. A value written before
+// derived events existed loads as none held.
 type Index struct {
 	kv     jetstream.KeyValue
 	prefix string // subject prefix of a write of the bucket's keys (kvPutPrefix)
@@ -50,7 +52,9 @@ func OpenIndex(ctx context.Context, js jetstream.JetStream, cfg IndexConfig) (*I
 }
 
 // Load calls fn for every object recorded under source.
-func (ix *Index) Load(ctx context.Context, source string, fn func(object, uid, rv string)) error {
+// held names the state conditions of derived events that held at the object's last recorded
+// change (nil when none).
+func (ix *Index) Load(ctx context.Context, source string, fn func(object, uid, rv string, held []string)) error {
 	w, err := ix.kv.WatchFiltered(ctx, []string{sourceToken(source) + ".>"}, jetstream.IgnoreDeletes())
 	if err != nil {
 		return fmt.Errorf("load index of %s: %w", source, err)
@@ -67,70 +71,81 @@ func (ix *Index) Load(ctx context.Context, source string, fn func(object, uid, r
 			if e == nil {
 				return nil // every current value delivered
 			}
-			object, uid, rv, err := decodeEntry(strings.TrimPrefix(e.Key(), sourceToken(source)+"."), e.Value())
+			object, ent, err := decodeEntry(strings.TrimPrefix(e.Key(), sourceToken(source)+"."), e.Value())
 			if err != nil {
 				return fmt.Errorf("load index of %s: key %q: %w", source, e.Key(), err)
 			}
-			fn(object, uid, rv)
+			fn(object, ent.UID, ent.ResourceVersion, ent.Held)
 		}
 	}
 }
 
-// Record returns the message that records object's last published change (uid at rv), or
-// removes the object when uid is empty. The caller publishes it to JetStream like an event,
-// after the event's own ack.
-func (ix *Index) Record(source, object, uid, rv string) *nats.Msg {
+// Record returns the message that records object's last published change (uid at rv, with
+// the derived events' state conditions that held, held), or removes the object when uid is
+// empty. The caller publishes it to JetStream like an event, after the event's own ack.
+func (ix *Index) Record(source, object, uid, rv string, held []string) *nats.Msg {
 	key := objectKey(object)
 	subject := ix.prefix + sourceToken(source) + "." + key
 	if uid == "" {
 		return purgeMsg(subject)
 	}
 	m := nats.NewMsg(subject)
-	m.Data = encodeEntry(key, object, uid, rv)
+	m.Data = encodeEntry(key, object, uid, rv, held)
 	return m
 }
 
-// hashedEntry is the value of an index entry whose key is in the hashed form: the key
-// cannot be decoded, so the value names the object. Object is "namespace/name" (or "name"),
-// as bytes (base64 in JSON) so that any byte survives.
-type hashedEntry struct {
-	UID             string `json:"uid"`
-	ResourceVersion string `json:"resourceVersion"`
-	Object          []byte `json:"object"`
+// jsonEntry is the value of an index entry in the JSON form: for a key in the hashed form,
+// which cannot be decoded, the value names the object; Object is "namespace/name" (or
+// "name"), as bytes (base64 in JSON) so that any byte survives, and is left out for a key
+// that decodes. Held names the state conditions that held.
+type jsonEntry struct {
+	UID             string   `json:"uid"`
+	ResourceVersion string   `json:"resourceVersion"`
+	Object          []byte   `json:"object,omitempty"`
+	Held            []string `json:"held,omitempty"`
 }
 
 // encodeEntry returns the value recorded under key for object: "<uid> <rv>" when the key
-// decodes back to object, the JSON hashedEntry otherwise.
-func encodeEntry(key, object, uid, rv string) []byte {
-	if !keyHashed(key) {
+// decodes back to object and nothing is held, the JSON jsonEntry otherwise.
+func encodeEntry(key, object, uid, rv string, held []string) []byte {
+	e := jsonEntry{UID: uid, ResourceVersion: rv, Held: held}
+	switch {
+	case keyHashed(key):
+		e.Object = []byte(object)
+	case len(held) == 0:
 		return []byte(uid + " " + rv)
 	}
-	v, _ := json.Marshal(hashedEntry{UID: uid, ResourceVersion: rv, Object: []byte(object)}) // always encodes
+	v, _ := json.Marshal(e) // always encodes
 	return v
 }
 
 // decodeEntry reads an entry from its key (after the source token) and value. A hashed key's
 // value must name an object whose key is that key.
-func decodeEntry(key string, value []byte) (object, uid, rv string, err error) {
+func decodeEntry(key string, value []byte) (object string, e jsonEntry, err error) {
 	if !keyHashed(key) {
 		object, err := objectFromKey(key)
 		if err != nil {
-			return "", "", "", err
+			return "", e, err
+		}
+		if len(value) > 0 && value[0] == '{' { // a uid never starts with '{'
+			if err := json.Unmarshal(value, &e); err != nil || e.Object != nil {
+				return "", jsonEntry{}, fmt.Errorf("bad value %q", value)
+			}
+			return object, e, nil
 		}
 		uid, rv, ok := strings.Cut(string(value), " ")
 		if !ok {
-			return "", "", "", fmt.Errorf("bad value %q", value)
+			return "", e, fmt.Errorf("bad value %q", value)
 		}
-		return object, uid, rv, nil
+		return object, jsonEntry{UID: uid, ResourceVersion: rv}, nil
 	}
-	var e hashedEntry
 	if err := json.Unmarshal(value, &e); err != nil {
-		return "", "", "", fmt.Errorf("hashed key: bad value %q: %w", value, err)
+		return "", jsonEntry{}, fmt.Errorf("hashed key: bad value %q: %w", value, err)
 	}
 	if got := objectKey(string(e.Object)); got != key {
-		return "", "", "", fmt.Errorf("hashed key: value names object %q, whose key is %q", e.Object, got)
+		return "", jsonEntry{}, fmt.Errorf("hashed key: value names object %q, whose key is %q", e.Object, got)
 	}
-	return string(e.Object), e.UID, e.ResourceVersion, nil
+	return string(e.Object), e, nil
 }
 
 // openTTLBucket opens the one-value-per-key bucket, creating it when missing, with

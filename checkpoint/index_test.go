@@ -3,8 +3,12 @@ package checkpoint
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/nats-io/nats.go"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -28,9 +32,11 @@ func FuzzObjectKeyRoundTrip(f *testing.F) {
 		if len(key) > 2*event.MaxKeyTokenLen+1 {
 			t.Fatalf("objectKey(%q): %d bytes, want at most two bounded tokens", object, len(key))
 		}
-		got, uid, rv, err := decodeEntry(key, encodeEntry(key, object, "u-1", "42"))
-		if err != nil || got != object || uid != "u-1" || rv != "42" {
-			t.Fatalf("decodeEntry(objectKey(%q)) = %q, %q, %q, %v", object, got, uid, rv, err)
+		for _, held := range [][]string{nil, {"ready", "x-1"}} {
+			got, e, err := decodeEntry(key, encodeEntry(key, object, "u-1", "42", held))
+			if err != nil || got != object || e.UID != "u-1" || e.ResourceVersion != "42" || !slices.Equal(e.Held, held) {
+				t.Fatalf("decodeEntry(objectKey(%q)) with held %q = %q, %+v, %v", object, held, got, e, err)
+			}
 		}
 	})
 }
@@ -47,7 +53,7 @@ func TestIndexKeepsUnusualObjectsExact(t *testing.T) {
 	want := map[string]string{}
 	for i, o := range objects {
 		rv := fmt.Sprint(10 + i)
-		if _, err := js.PublishMsg(ctx, ix.Record(src, o, "u", rv)); err != nil {
+		if _, err := js.PublishMsg(ctx, ix.Record(src, o, "u", rv, nil)); err != nil {
 			t.Fatalf("record %.40q: %v", o, err)
 		}
 		want[o] = "u " + rv
@@ -63,7 +69,7 @@ func TestIndexKeepsUnusualObjectsExact(t *testing.T) {
 	}
 	// Removing a hashed key removes exactly that object.
 	long := "ns/" + strings.Repeat("n", 4100)
-	if _, err := js.PublishMsg(ctx, ix.Record(src, long, "", "")); err != nil {
+	if _, err := js.PublishMsg(ctx, ix.Record(src, long, "", "", nil)); err != nil {
 		t.Fatal(err)
 	}
 	if g := load(ctx, t, ix, src); len(g) != len(want)-1 || g[long] != "" || g[long+"2"] == "" {
@@ -74,8 +80,8 @@ func TestIndexKeepsUnusualObjectsExact(t *testing.T) {
 func TestIndexRejectsAHashedKeyWhoseValueNamesAnotherObject(t *testing.T) {
 	long := "ns/" + strings.Repeat("n", 4100)
 	key := objectKey(long)
-	for _, v := range [][]byte{[]byte("u 1"), encodeEntry(key, long+"x", "u", "1")} {
-		if _, _, _, err := decodeEntry(key, v); err == nil {
+	for _, v := range [][]byte{[]byte("u 1"), encodeEntry(key, long+"x", "u", "1", nil)} {
+		if _, _, err := decodeEntry(key, v); err == nil {
 			t.Errorf("decodeEntry(hashed key, %.60q): got nil error, want one", v)
 		}
 	}
@@ -100,7 +106,7 @@ func TestIndexRecordLoadAndRemove(t *testing.T) {
 	}
 	publish := func(source, object, uid, rv string) {
 		t.Helper()
-		if _, err := js.PublishMsg(ctx, ix.Record(source, object, uid, rv)); err != nil {
+		if _, err := js.PublishMsg(ctx, ix.Record(source, object, uid, rv, nil)); err != nil {
 			t.Fatalf("record %s %s: %v", source, object, err)
 		}
 	}
@@ -150,8 +156,40 @@ func TestIndexRejectsBucketWithoutTTL(t *testing.T) {
 func load(ctx context.Context, t *testing.T, ix *Index, source string) map[string]string {
 	t.Helper()
 	got := map[string]string{}
-	if err := ix.Load(ctx, source, func(object, uid, rv string) { got[object] = uid + " " + rv }); err != nil {
+	if err := ix.Load(ctx, source, func(object, uid, rv string, held []string) {
+		got[object] = strings.TrimSpace(uid + " " + rv + " " + strings.Join(held, ","))
+	}); err != nil {
 		t.Fatalf("load %s: %v", source, err)
 	}
 	return got
+}
+
+func TestIndexLoadsHeldConditionsAndOldValuesAsNoneHeld(t *testing.T) {
+	ctx, js, bucket := setup(t)
+	ix, err := OpenIndex(ctx, js, IndexConfig{Bucket: bucket})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const src = "pods.v1"
+	for _, m := range []*nats.Msg{
+		ix.Record(src, "default/old", "u1", "10", nil),
+		ix.Record(src, "default/ready", "u2", "11", []string{"ready", "scheduled"}),
+	} {
+		if _, err := js.PublishMsg(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A value as written before derived events existed.
+	old := ix.Record(src, "default/legacy", "u3", "12", nil)
+	if string(old.Data) != "u3 12" {
+		t.Fatalf("value without held conditions: got %q, want the old form %q", old.Data, "u3 12")
+	}
+	if _, err := js.PublishMsg(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	got := load(ctx, t, ix, src)
+	want := map[string]string{"default/old": "u1 10", "default/ready": "u2 11 ready,scheduled", "default/legacy": "u3 12"}
+	if !maps.Equal(got, want) {
+		t.Errorf("load: got %v, want %v", got, want)
+	}
 }

@@ -24,11 +24,13 @@ const (
 	MaxTokenLen = 512
 	// MaxPrefixLen is the longest subject prefix ValidatePrefix accepts.
 	MaxPrefixLen = 256
-	// MaxSubjectLen is the longest subject String writes: the prefix, six bounded tokens and
-	// the longest type, with their separators. It leaves MaxControlLine-MaxSubjectLen-24
-	// bytes (more than 700) of the HPUB line for the reply subject and the two sizes.
+	// MaxSubjectLen is the longest subject String writes: the prefix, six bounded tokens,
+	// the longest type and, for a derived event, DerivedToken and the longest name, with
+	// their separators. It leaves MaxControlLine-MaxSubjectLen-24 bytes (more than 600) of
+	// the HPUB line for the reply subject and the two sizes.
 	MaxSubjectLen = MaxPrefixLen + (tokensAfterPrefix-1)*(MaxTokenLen+len(subjectSeparator)) +
-		len(subjectSeparator) + len(Modified)
+		len(subjectSeparator) + len(Modified) +
+		2*len(subjectSeparator) + len(DerivedToken) + MaxDerivedNameLen
 	// MaxKeyTokenLen is the longest key token KeyToken writes; as MaxTokenLen, it keeps every
 	// DNS subdomain written in full. A mirror key (five tokens) is at most 2,564 bytes, an
 	// index key two tokens after the source.

@@ -173,7 +173,7 @@ func TestMirrorKeyKeepsPlaceholdersApart(t *testing.T) {
 }
 
 // TestLongestSubjectPublishes publishes an event whose subject is MaxSubjectLen long (the
-// longest prefix, every field hashed, the longest type) through a real nats-server, with
+// longest prefix, every field hashed, the longest type, a derived event of the longest name) through a real nats-server, with
 // the JetStream reply inbox the relay's publishes carry: the server must store it and keep
 // the connection.
 func TestLongestSubjectPublishes(t *testing.T) {
@@ -181,7 +181,8 @@ func TestLongestSubjectPublishes(t *testing.T) {
 	long := strings.Repeat("v", MaxTokenLen)
 	prefix := wirePrefix + "." + strings.Repeat("p", MaxPrefixLen-len(wirePrefix)-1)
 	m := Meta{Cluster: long + "c", Group: long + "g", Version: long + "v", Resource: long + "r", Kind: "K",
-		Namespace: long + "n", Name: long + "x", UID: "u", ResourceVersion: "1", Type: Modified, Origin: Live}
+		Namespace: long + "n", Name: long + "x", UID: "u", ResourceVersion: "1", Type: Modified, Origin: Live,
+		Derived: strings.Repeat("d", MaxDerivedNameLen)}
 	s := m.Subject(prefix).String()
 	if len(s) != MaxSubjectLen {
 		t.Fatalf("subject: got %d bytes, want MaxSubjectLen %d", len(s), MaxSubjectLen)

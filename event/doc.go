@@ -51,7 +51,7 @@
 // <reply> <sizes>") exceeds 4,096 bytes, and Kubernetes bounds neither the
 // length nor the bytes of every name. So ValidatePrefix accepts at most
 // MaxPrefixLen (256) bytes, SubjectToken writes at most MaxTokenLen (512)
-// bytes, and a subject is at most MaxSubjectLen (3,343) bytes. A value whose
+// bytes, and a subject is at most MaxSubjectLen (3,415) bytes. A value whose
 // token would be longer is written in the hashed form "<start>~~<digest>":
 // the longest beginning of its encoding that fits without cutting an escape,
 // a marker EncodeToken never writes, and Digest(value), the lower-case hex

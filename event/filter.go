@@ -42,9 +42,16 @@ type Filter struct {
 	ClusterScoped bool
 	// Name selects one object name; "" matches all.
 	Name string
-	// Type selects one event type; "" matches all.
+	// Type selects one event type; "" matches all. For derived events it is the type of
+	// the change they derive from.
 	Type Type
+	// Derived selects derived events instead of ordinary ones: "" selects only ordinary
+	// events, AllDerived every derived event, and a name the derived events of that name.
+	Derived string
 }
+
+// AllDerived is the Filter.Derived value that selects every derived event.
+const AllDerived = wildcardToken
 
 // String returns the subscription subject, for example
 // "kube.*.apps.*.deployments.*.*.deleted". It does not validate: call
@@ -73,7 +80,15 @@ func (f Filter) String() string {
 		wildcardOr(f.Name, SubjectToken),
 		wildcardOr(string(f.Type), EncodeToken),
 	}
-	return f.Prefix + subjectSeparator + strings.Join(toks[:], subjectSeparator)
+	subject := f.Prefix + subjectSeparator + strings.Join(toks[:], subjectSeparator)
+	if f.Derived != "" {
+		name := wildcardToken
+		if f.Derived != AllDerived {
+			name = EncodeToken(f.Derived)
+		}
+		subject += subjectSeparator + DerivedToken + subjectSeparator + name
+	}
+	return subject
 }
 
 // Validate reports every problem with f: an invalid prefix, an invalid type,
@@ -89,6 +104,11 @@ func (f Filter) Validate() error {
 	}
 	if err := checkGroup(f.Group); err != nil {
 		errs = append(errs, fmt.Errorf("filter %w", err))
+	}
+	if f.Derived != "" && f.Derived != AllDerived {
+		if err := ValidateDerivedName(f.Derived); err != nil {
+			errs = append(errs, fmt.Errorf("filter: %w", err))
+		}
 	}
 	if f.AnyGroup && (f.Group != "" || f.CoreGroup) {
 		errs = append(errs, fmt.Errorf("filter group %q, core group %t: set together with AnyGroup: %w",

@@ -44,6 +44,11 @@ type Meta struct {
 	// with each restore. It is an input of the id when not 0, and is sent as
 	// k8s-history only then.
 	History uint64
+	// Derived is the name of a derived event (see DerivedToken), "" for the change's own
+	// event. A derived event has its own id (DerivedID of the change's id and the name), its
+	// own subject and ce-type, and carries the change's id in k8s-derived-from; every other
+	// fact is the change's.
+	Derived string
 	// Digests is set by MetaFromHeader when k8s-namespace or k8s-name was in the
 	// hashed form (a value longer than MaxHeaderValueLen once encoded, see
 	// HeaderValue): Namespace or Name then holds only the readable start of the
@@ -57,9 +62,13 @@ type Meta struct {
 func (m Meta) Exact() bool { return m.Digests == Digests{} }
 
 // ID returns the event id, HistoryID(m.History, m.Cluster, m.Group, m.Resource,
-// m.UID, m.ResourceVersion, m.Type): ID(...) in history epoch 0.
+// m.UID, m.ResourceVersion, m.Type): ID(...) in history epoch 0; for a derived
+// event, DerivedID of that id and m.Derived.
 func (m Meta) ID() string {
-	return HistoryID(m.History, m.Cluster, m.Group, m.Resource, m.UID, m.ResourceVersion, m.Type)
+	if m.Derived != "" {
+		return DerivedID(m.ChangeID(), m.Derived)
+	}
+	return m.ChangeID()
 }
 
 // Subject returns the subject the event is published on under prefix.
@@ -73,6 +82,7 @@ func (m Meta) Subject(prefix string) Subject {
 		Namespace: m.Namespace,
 		Name:      m.Name,
 		Type:      m.Type,
+		Derived:   m.Derived,
 		Digests:   m.Digests,
 	}
 }
@@ -145,7 +155,12 @@ func (m Meta) Header() nats.Header {
 	set(HeaderCESpecVersion, CESpecVersion)
 	set(HeaderCEID, id)
 	setEncoded(HeaderCESource, m.ceSource())
-	set(HeaderCEType, CETypePrefix+string(m.Type))
+	if m.Derived != "" {
+		set(HeaderCEType, CETypeDerivedPrefix+m.Derived)
+		set(HeaderDerivedFrom, m.ChangeID())
+	} else {
+		set(HeaderCEType, CETypePrefix+string(m.Type))
+	}
 	set(HeaderCESubject, HeaderValue(m.ceSubject()))
 	if !m.Time.IsZero() {
 		set(HeaderCETime, m.Time.UTC().Format(time.RFC3339Nano))
@@ -241,7 +256,35 @@ func MetaFromHeader(h nats.Header) (Meta, error) {
 	if specVersion != CESpecVersion {
 		errs = append(errs, badHeader(HeaderCESpecVersion, specVersion, CESpecVersion))
 	}
-	if t, err := parseCEType(ceType); err != nil {
+	derivedFrom, err := headerValue(h, HeaderDerivedFrom, true)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if name, derived, err := parseDerivedCEType(ceType); derived {
+		if err != nil {
+			errs = append(errs, fmt.Errorf("header %q: %w: %w", HeaderCEType, ErrInvalidHeader, err))
+		}
+		m.Derived = name
+		if derivedFrom == "" {
+			errs = append(errs, fmt.Errorf("header %q: missing on a derived event: %w", HeaderDerivedFrom, ErrInvalidHeader))
+		}
+	} else if derivedFrom != "" {
+		errs = append(errs, fmt.Errorf("header %q: on an ordinary event: %w", HeaderDerivedFrom, ErrInvalidHeader))
+	}
+	if t, err := parseCEType(ceType); m.Derived != "" {
+		// A derived event's headers name the change only by its id: the change's type
+		// is the one whose id that is.
+		for _, t := range [...]Type{Added, Modified, Deleted} {
+			if c := (Meta{Cluster: m.Cluster, Group: m.Group, Resource: m.Resource, UID: m.UID,
+				ResourceVersion: m.ResourceVersion, Type: t, History: m.History}); c.ChangeID() == derivedFrom {
+				m.Type = t
+			}
+		}
+		if m.Type == "" && derivedFrom != "" {
+			errs = append(errs, fmt.Errorf("header %q: got %q, not the id of an added, modified or deleted change of this object at this resourceVersion: %w",
+				HeaderDerivedFrom, derivedFrom, ErrInvalidHeader))
+		}
+	} else if err != nil {
 		errs = append(errs, fmt.Errorf("header %q: %w: %w", HeaderCEType, ErrInvalidHeader, err))
 	} else {
 		m.Type = t

@@ -59,6 +59,9 @@ type Subject struct {
 	Name string
 	// Type is the kind of change.
 	Type Type
+	// Derived is the name of a derived event, "" for an ordinary event. A derived event's
+	// subject has two more tokens after the type: DerivedToken and the name.
+	Derived string
 	// Digests is set by ParseSubject for every field whose token was in the hashed form
 	// (a value longer than MaxTokenLen once encoded, see SubjectToken). Such a field holds
 	// only the readable start of the value; the exact value is in the event's headers.
@@ -91,7 +94,11 @@ func (s Subject) String() string {
 		fieldToken(s.Name, d.Name, SubjectToken),
 		EncodeToken(string(s.Type)),
 	}
-	return s.Prefix + subjectSeparator + strings.Join(toks[:], subjectSeparator)
+	subject := s.Prefix + subjectSeparator + strings.Join(toks[:], subjectSeparator)
+	if s.Derived != "" {
+		subject += subjectSeparator + DerivedToken + subjectSeparator + EncodeToken(s.Derived)
+	}
+	return subject
 }
 
 // fieldToken writes one field: the hashed form when it has a digest, encode(value) otherwise.
@@ -113,6 +120,11 @@ func (s Subject) Validate() error {
 	if !s.Type.Valid() {
 		errs = append(errs, fmt.Errorf("subject type %q: %w", s.Type, ErrInvalidType))
 	}
+	if s.Derived != "" {
+		if err := ValidateDerivedName(s.Derived); err != nil {
+			errs = append(errs, fmt.Errorf("subject: %w", err))
+		}
+	}
 	for _, f := range []struct{ name, value string }{
 		{"cluster", s.Cluster},
 		{"version", s.Version},
@@ -127,7 +139,8 @@ func (s Subject) Validate() error {
 }
 
 // ParseSubject parses subject, which must start with prefix followed by
-// exactly seven tokens. It accepts only what Subject.String writes: every
+// exactly seven tokens, or nine for a derived event (the type, DerivedToken and a
+// name ValidateDerivedName accepts). It accepts only what Subject.String writes: every
 // token must be canonical or in the hashed form (see SubjectToken), the group
 // token "~" and the namespace token "~" are rejected (the empty values are
 // written "core" and "_"), and the type must be valid. A token in the hashed
@@ -144,11 +157,19 @@ func ParseSubject(prefix, subject string) (Subject, error) {
 		return Subject{}, fmt.Errorf("parse subject %q: want prefix %q: %w", subject, prefix, ErrInvalidSubject)
 	}
 	toks := strings.Split(rest, subjectSeparator)
-	if len(toks) != tokensAfterPrefix {
-		return Subject{}, fmt.Errorf("parse subject %q: got %d tokens after prefix, want %d: %w",
-			subject, len(toks), tokensAfterPrefix, ErrInvalidSubject)
-	}
 	s := Subject{Prefix: prefix}
+	switch {
+	case len(toks) == tokensAfterPrefix+2 && toks[tokensAfterPrefix] == DerivedToken:
+		name := toks[tokensAfterPrefix+1]
+		if err := ValidateDerivedName(name); err != nil {
+			return Subject{}, fmt.Errorf("parse subject %q: %w: %w", subject, ErrInvalidSubject, err)
+		}
+		s.Derived = name
+		toks = toks[:tokensAfterPrefix]
+	case len(toks) != tokensAfterPrefix:
+		return Subject{}, fmt.Errorf("parse subject %q: got %d tokens after prefix, want %d (or %d ending %s.<name>): %w",
+			subject, len(toks), tokensAfterPrefix, tokensAfterPrefix+2, DerivedToken, ErrInvalidSubject)
+	}
 	// The type token is last and handled after the loop.
 	fields := [tokensAfterPrefix - 1]struct {
 		name   string

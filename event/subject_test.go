@@ -218,14 +218,25 @@ func FuzzSubjectRoundTrip(f *testing.F) {
 	}
 	f.Add("a.b", "prod", "core", "v1", "pods", "_", "web", uint8(0), "a.b.prod.~63ore.v1.pods.~5F.web.deleted")
 	f.Add("kube", "prod", "", "v1", "rolebindings", "ns", strings.Repeat("n", 4100), uint8(1), "kube.prod.core.v1.pods._."+strings.Repeat("n", 446)+"~~"+Digest("x")+".added")
+	f.Add("kube", "prod", "", "v1", "pods", "ns", "web", uint8(0x80), "kube.prod.core.v1.pods.ns.web.modified.derived.ready")
+	f.Add("kube", "prod", "", "v1", "pods", "ns", "web", uint8(0x81), "kube.prod.core.v1.pods.ns.web.modified.derived.Ready")
+	f.Add("kube", "prod", "", "v1", "pods", "ns", "web", uint8(0x82), "kube.prod.core.v1.pods.ns.web.modified.derived")
+	f.Add("kube", "prod", "", "v1", "pods", "ns", "web", uint8(0x83), "kube.prod.core.v1.pods.ns.web.modified.derived.added")
 	types := [...]Type{Added, Modified, Deleted}
+	// The high bit of typ makes the event a derived one, named from this list.
+	derived := [...]string{"ready", "a", "pod-ready-2", strings.Repeat("x", MaxDerivedNameLen)}
 	f.Fuzz(func(t *testing.T, prefix, cluster, group, version, resource, namespace, name string, typ uint8, raw string) {
 		if ValidatePrefix(prefix) != nil {
 			prefix = "kube"
 		}
 		in := Subject{
 			Prefix: prefix, Cluster: cluster, Group: group, Version: version, Resource: resource,
-			Namespace: namespace, Name: name, Type: types[int(typ)%len(types)],
+			Namespace: namespace, Name: name, Type: types[int(typ&0x7f)%len(types)],
+		}
+		wantToks := tokensAfterPrefix
+		if typ&0x80 != 0 {
+			in.Derived = derived[int(typ&0x7f)%len(derived)]
+			wantToks += 2
 		}
 		s := in.String()
 		rest, ok := strings.CutPrefix(s, prefix+".")
@@ -233,8 +244,11 @@ func FuzzSubjectRoundTrip(f *testing.F) {
 			t.Fatalf("String(): got %q, want prefix %q", s, prefix+".")
 		}
 		toks := strings.Split(rest, ".")
-		if len(toks) != tokensAfterPrefix {
-			t.Fatalf("String(): got %d tokens after prefix in %q, want %d", len(toks), s, tokensAfterPrefix)
+		if len(toks) != wantToks {
+			t.Fatalf("String(): got %d tokens after prefix in %q, want %d", len(toks), s, wantToks)
+		}
+		if len(s) > MaxSubjectLen && len(prefix) <= MaxPrefixLen {
+			t.Fatalf("String(): %d bytes, longer than MaxSubjectLen %d", len(s), MaxSubjectLen)
 		}
 		for _, tok := range toks {
 			checkNATSToken(t, tok)
@@ -267,4 +281,100 @@ func FuzzSubjectRoundTrip(f *testing.F) {
 			t.Fatalf("String() of ParseSubject(%q, %q): got %q, want %q", prefix, raw, back, raw)
 		}
 	})
+}
+
+func TestDerivedSubjectsParseAndStayApartFromOrdinaryOnes(t *testing.T) {
+	in := Subject{Prefix: "kube", Cluster: "prod", Version: "v1", Resource: "pods", Namespace: "ns", Name: "web",
+		Type: Modified, Derived: "ready"}
+	s := in.String()
+	if want := "kube.prod.core.v1.pods.ns.web.modified.derived.ready"; s != want {
+		t.Fatalf("String: got %q, want %q", s, want)
+	}
+	if got, err := ParseSubject("kube", s); err != nil || got != in {
+		t.Fatalf("ParseSubject(%q): got %+v, %v, want %+v", s, got, err, in)
+	}
+	for _, bad := range []string{
+		"kube.prod.core.v1.pods.ns.web.modified.derived",
+		"kube.prod.core.v1.pods.ns.web.modified.derive.ready",
+		"kube.prod.core.v1.pods.ns.web.modified.derived.Ready",
+		"kube.prod.core.v1.pods.ns.web.modified.derived.deleted",
+		"kube.prod.core.v1.pods.ns.web.modified.derived.ready.x",
+		"kube.prod.core.v1.pods.ns.web.modified.derived." + strings.Repeat("a", MaxDerivedNameLen+1),
+	} {
+		if _, err := ParseSubject("kube", bad); !errors.Is(err, ErrInvalidSubject) {
+			t.Errorf("ParseSubject(%q): got %v, want an error wrapping ErrInvalidSubject", bad, err)
+		}
+	}
+	tests := []struct {
+		name string
+		f    Filter
+		want string
+	}{
+		{"ordinary events only", Filter{Prefix: "kube", Resource: "pods"}, "kube.*.core.*.pods.*.*.*"},
+		{"every derived event", Filter{Prefix: "kube", Resource: "pods", Derived: AllDerived}, "kube.*.core.*.pods.*.*.*.derived.*"},
+		{"one derived event", Filter{Prefix: "kube", Resource: "pods", Derived: "ready"}, "kube.*.core.*.pods.*.*.*.derived.ready"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := tt.f.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			if got := tt.f.String(); got != tt.want {
+				t.Errorf("String: got %q, want %q", got, tt.want)
+			}
+		})
+	}
+	if err := (Filter{Prefix: "kube", Derived: "Ready"}).Validate(); err == nil {
+		t.Errorf("Validate of a filter on derived event %q: got nil, want an error", "Ready")
+	}
+}
+
+func TestDerivedHeadersRoundTripAndNameTheirChange(t *testing.T) {
+	m := Meta{Cluster: "prod", Version: "v1", Resource: "pods", Kind: "Pod", Namespace: "ns", Name: "web",
+		UID: "u1", ResourceVersion: "42", Type: Modified, Origin: Relist}
+	change := m.ID()
+	d := m
+	d.Derived = "ready"
+	h := d.Header()
+	if got, want := h.Get(HeaderCEType), "io.kube-nats-relay.object.derived.ready"; got != want {
+		t.Errorf("ce-type: got %q, want %q", got, want)
+	}
+	if got := h.Get(HeaderDerivedFrom); got != change {
+		t.Errorf("k8s-derived-from: got %q, want the change's id %q", got, change)
+	}
+	if got, want := h.Get(HeaderMsgID), DerivedID(change, "ready"); got != want || got == change {
+		t.Errorf("Nats-Msg-Id: got %q, want %q (not the change's)", got, want)
+	}
+	if other := (Meta{Cluster: "prod", Version: "v1", Resource: "pods", UID: "u1", ResourceVersion: "42", Type: Modified, Derived: "unready"}); other.ID() == d.ID() {
+		t.Errorf("two derived events of one change share the id %q", d.ID())
+	}
+	back, err := MetaFromHeader(h)
+	if err != nil || back != d {
+		t.Fatalf("MetaFromHeader: got %+v, %v, want %+v", back, err, d)
+	}
+	if _, err := MetaFromHeader(m.Header()); err != nil {
+		t.Fatalf("MetaFromHeader of the ordinary event: %v", err)
+	}
+	for _, tt := range []struct {
+		name   string
+		mutate func(h map[string][]string)
+	}{
+		{"derived-from of another change", func(h map[string][]string) { h[HeaderDerivedFrom] = []string{ID("prod", "", "pods", "u1", "43", Modified)} }},
+		{"derived-from missing", func(h map[string][]string) { delete(h, HeaderDerivedFrom) }},
+		{"id of another name", func(h map[string][]string) { h[HeaderCEType] = []string{CETypeDerivedPrefix + "unready"} }},
+		{"bad name", func(h map[string][]string) { h[HeaderCEType] = []string{CETypeDerivedPrefix + "Ready"} }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			bad := d.Header()
+			tt.mutate(bad)
+			if _, err := MetaFromHeader(bad); !errors.Is(err, ErrInvalidHeader) {
+				t.Errorf("MetaFromHeader: got %v, want an error wrapping ErrInvalidHeader", err)
+			}
+		})
+	}
+	ordinary := m.Header()
+	ordinary.Set(HeaderDerivedFrom, change)
+	if _, err := MetaFromHeader(ordinary); !errors.Is(err, ErrInvalidHeader) {
+		t.Errorf("MetaFromHeader of an ordinary event with k8s-derived-from: got %v, want an error", err)
+	}
 }

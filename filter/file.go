@@ -70,6 +70,9 @@ type Rule struct {
 	// StripLastApplied removes the kubectl last-applied-configuration
 	// annotation; unset means true.
 	StripLastApplied *bool `json:"stripLastApplied,omitempty"`
+	// Derived lists the events derived from this resource's changes (see Derived). Not
+	// allowed in defaults: conditions are written for one resource's objects.
+	Derived []Derived `json:"derived"`
 }
 
 // Load reads and parses the rules file at path; path names the file in
@@ -196,6 +199,13 @@ func decodeRule(ps *problems, name string, raw json.RawMessage) (Rule, bool) {
 			continue
 		}
 		f := rv.Field(i)
+		if k == "derived" {
+			r.Derived = decodeDerived(ps, name, obj[k])
+			if r.Derived == nil && !isNull(obj[k]) {
+				r.Derived = []Derived{} // set, though unusable: reported already
+			}
+			continue
+		}
 		if err := json.Unmarshal(obj[k], f.Addr().Interface()); err != nil {
 			ps.add(name, k, "must be %s%s", typeName(f.Type()), gotType(err))
 			f.SetZero()

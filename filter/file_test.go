@@ -186,6 +186,8 @@ func FuzzParse(f *testing.F) {
 		"", "resources:\n- resource: pods\n", `{"defaults": {"events": ["added"]}}`,
 		"resources:\n- resource: pods\n  when: 'object.?a.orValue(1) == 1'\n  fields: ['a[*][\"b.c\"]']\n",
 		"resources: [{resource: a, namespaces: [x], excludeNamespaces: [x]}]", "defaults: {quietFields: [a]}",
+		"resources: [{resource: pods, derived: [{name: ready, condition: 'object.?s.orValue(1) == 1', fields: [status]}, {name: x, condition: 'oldObject == null'}]}]",
+		"resources: [{resource: pods, derived: []}]", "resources: [{resource: pods, derived: [{name: a}, {}, 3]}]",
 	} {
 		f.Add([]byte(s))
 	}

@@ -34,6 +34,7 @@ type Program struct {
 	project        *pathTree // nil without a projection
 	payload        PayloadMode
 	needsOld       bool
+	derived        []compiledDerived
 	evalErrorCount atomic.Uint64
 }
 
@@ -102,7 +103,9 @@ func Compile(rule Rule, res event.Resource) (*Program, error) {
 	if rule.Payload != nil {
 		p.payload = *rule.Payload
 	}
-	p.needsOld = p.quiet != nil || p.payload != PayloadObject || (p.when != nil && p.when.usesOld)
+	p.derived = compileDerived(rule.Derived)
+	p.needsOld = p.quiet != nil || p.payload != PayloadObject || (p.when != nil && p.when.usesOld) ||
+		slices.ContainsFunc(p.derived, func(cd compiledDerived) bool { return cd.transition })
 	return p, nil
 }
 
@@ -172,20 +175,21 @@ func eventIndex(t event.Type) int {
 // Resource returns the resource p was compiled for.
 func (p *Program) Resource() event.Resource { return p.res }
 
-// NeedsOld reports whether Decide or Body use the old object: when the
-// when expression mentions oldObject, quiet updates are on, or the payload
-// carries the old object or a patch. Only then must the relay keep the
+// NeedsOld reports whether Decide, Derive or Body use the old object: when
+// the when expression or a derived event's condition mentions oldObject,
+// quiet updates are on, or the payload carries the old object or a patch. Only then must the relay keep the
 // last seen shaped object of every watched object.
 func (p *Program) NeedsOld() bool { return p.needsOld }
 
 // AsRead reports whether p publishes objects as read from the apiserver,
 // less metadata.managedFields when stripManaged and the last-applied
 // annotation when stripApplied: no when expression, quiet updates,
-// redaction or projection, and the object as payload. Shape then does no
+// redaction, projection or derived events, and the object as payload. Shape then does no
 // more than those two removals and Decide needs only the event type, so
 // the relay can skip decoding the objects' bodies.
 func (p *Program) AsRead() (stripManaged, stripApplied, ok bool) {
-	ok = p.when == nil && p.quiet == nil && p.redact == nil && p.project == nil && p.payload == PayloadObject
+	ok = p.when == nil && p.quiet == nil && p.redact == nil && p.project == nil && p.payload == PayloadObject &&
+		len(p.derived) == 0
 	return p.stripManaged, p.stripApplied, ok
 }
 

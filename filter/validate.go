@@ -91,6 +91,11 @@ func validateRule(ps *problems, name string, r Rule, kind ruleKind) {
 				ExprLine: iss.line, ExprColumn: iss.column, Message: iss.message})
 		}
 	}
+	if kind == kindDefaults && r.Derived != nil {
+		ps.add(name, "derived", "not allowed in defaults: derived events belong to one resource's rule")
+	} else {
+		checkDerived(ps, name, r.Derived)
+	}
 	if r.QuietUpdates != nil && !*r.QuietUpdates && len(r.QuietFields) > 0 {
 		ps.add(name, "quietFields", "set while quietUpdates is false")
 	}

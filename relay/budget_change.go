@@ -16,11 +16,17 @@ const itemOverhead = 512
 // mark.
 func (it *item) size() int64 {
 	var n int64
-	for _, m := range [...]*nats.Msg{it.mirror, it.msg, it.index} {
+	add := func(m *nats.Msg) {
 		if m != nil {
 			n += int64(len(m.Subject) + len(m.Data) + event.HeaderSize(m.Header))
 		}
 	}
+	add(it.mirror)
+	add(it.msg)
+	for _, m := range it.derived {
+		add(m)
+	}
+	add(it.index)
 	if n == 0 {
 		return 0
 	}

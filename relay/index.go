@@ -16,6 +16,9 @@ import (
 type entry struct {
 	UID             string
 	ResourceVersion string
+	// Held names, joined by heldSeparator, the derived events' state conditions that held at
+	// the recorded change; "" when none (or the rules derive nothing).
+	Held string
 }
 
 // index maps an object's namespace/name to the last change the relay took for publishing. It
@@ -108,11 +111,13 @@ func wellFormedRV(rv string) bool {
 // object (namespace/name): it keeps replays out after restarts and is what a relist is diffed
 // against.
 type ObjectIndex interface {
-	// Load calls fn for every object recorded under source.
-	Load(ctx context.Context, source string, fn func(object, uid, rv string)) error
-	// Record returns the message recording object's change (uid at rv), or its removal
-	// when uid is empty; the pipeline publishes it after the event's ack.
-	Record(source, object, uid, rv string) *nats.Msg
+	// Load calls fn for every object recorded under source; held names the derived events'
+	// state conditions that held at the recorded change (nil when none).
+	Load(ctx context.Context, source string, fn func(object, uid, rv string, held []string)) error
+	// Record returns the message recording object's change (uid at rv, with the state
+	// conditions held), or its removal when uid is empty; the pipeline publishes it after the
+	// event's and the derived events' acks.
+	Record(source, object, uid, rv string, held []string) *nats.Msg
 }
 
 func objectKey(obj *unstructured.Unstructured) string {

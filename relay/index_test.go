@@ -9,18 +9,18 @@ func TestEntryCoversOnlyTheSameObjectAtOrBeforeItsRV(t *testing.T) {
 		uid, rv string
 		want    bool
 	}{
-		{"same rv", entry{"u1", "10"}, "u1", "10", true},
-		{"older rv", entry{"u1", "10"}, "u1", "9", true},
-		{"older rv, shorter string", entry{"u1", "100"}, "u1", "99", true},
-		{"newer rv", entry{"u1", "10"}, "u1", "11", false},
-		{"newer rv, longer string", entry{"u1", "99"}, "u1", "100", false},
-		{"non-integer equal", entry{"u1", "abc"}, "u1", "abc", true},
-		{"non-integer different", entry{"u1", "abc"}, "u1", "abd", false},
-		{"non-integer never ordered", entry{"u1", "b"}, "u1", "a", false},
-		{"leading zero is not an integer", entry{"u1", "10"}, "u1", "09", false},
-		{"another uid at an older rv", entry{"u1", "10"}, "u2", "9", false},
-		{"another uid at the same rv", entry{"u1", "10"}, "u2", "10", false},
-		{"another uid far below a stale entry", entry{"u1", "5000100"}, "u2", "120", false},
+		{"same rv", entry{UID: "u1", ResourceVersion: "10"}, "u1", "10", true},
+		{"older rv", entry{UID: "u1", ResourceVersion: "10"}, "u1", "9", true},
+		{"older rv, shorter string", entry{UID: "u1", ResourceVersion: "100"}, "u1", "99", true},
+		{"newer rv", entry{UID: "u1", ResourceVersion: "10"}, "u1", "11", false},
+		{"newer rv, longer string", entry{UID: "u1", ResourceVersion: "99"}, "u1", "100", false},
+		{"non-integer equal", entry{UID: "u1", ResourceVersion: "abc"}, "u1", "abc", true},
+		{"non-integer different", entry{UID: "u1", ResourceVersion: "abc"}, "u1", "abd", false},
+		{"non-integer never ordered", entry{UID: "u1", ResourceVersion: "b"}, "u1", "a", false},
+		{"leading zero is not an integer", entry{UID: "u1", ResourceVersion: "10"}, "u1", "09", false},
+		{"another uid at an older rv", entry{UID: "u1", ResourceVersion: "10"}, "u2", "9", false},
+		{"another uid at the same rv", entry{UID: "u1", ResourceVersion: "10"}, "u2", "10", false},
+		{"another uid far below a stale entry", entry{UID: "u1", ResourceVersion: "5000100"}, "u2", "120", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -59,9 +59,9 @@ func TestIndexNewestIgnoresNonIntegers(t *testing.T) {
 	if got := ix.newest(); got != "" {
 		t.Errorf("empty index: got %q, want none", got)
 	}
-	ix.put("ns/a", entry{"u1", "99"})
-	ix.put("ns/b", entry{"u2", "100"})
-	ix.put("ns/c", entry{"u3", "zzz"})
+	ix.put("ns/a", entry{UID: "u1", ResourceVersion: "99"})
+	ix.put("ns/b", entry{UID: "u2", ResourceVersion: "100"})
+	ix.put("ns/c", entry{UID: "u3", ResourceVersion: "zzz"})
 	if got := ix.newest(); got != "100" {
 		t.Errorf("newest: got %q, want 100", got)
 	}
@@ -69,9 +69,9 @@ func TestIndexNewestIgnoresNonIntegers(t *testing.T) {
 
 func TestIndexPutGetRemove(t *testing.T) {
 	ix := newIndex()
-	ix.put("ns/a", entry{"u1", "1"})
-	ix.put("ns/b", entry{"u2", "2"})
-	if got, ok := ix.get("ns/a"); !ok || got != (entry{"u1", "1"}) {
+	ix.put("ns/a", entry{UID: "u1", ResourceVersion: "1"})
+	ix.put("ns/b", entry{UID: "u2", ResourceVersion: "2"})
+	if got, ok := ix.get("ns/a"); !ok || got != (entry{UID: "u1", ResourceVersion: "1"}) {
 		t.Errorf("get ns/a: got %+v %v, want {u1 1} true", got, ok)
 	}
 	snap := ix.snapshot()

@@ -52,8 +52,13 @@ type intake struct {
 	log   zerolog.Logger
 	// release stops the open watch; set while a watch is open.
 	release func()
-	// publishedFailed is when reading the stream before an inferred delete last failed.
+	// publishedFailed is when reading the stream before an inferred delete or a derived
+	// event last failed.
 	publishedFailed time.Time
+	// derivedChecked is set once the stream was read for the resource's derived events;
+	// derivedNone when it held none, so that no derived event needs a look-up (see
+	// derivedPublished).
+	derivedChecked, derivedNone bool
 	// cache holds shaped states when the rules need previous states; nil otherwise.
 	cache shapedCache
 	// nsSignal wakes the watch when namespace labels changed; nsChanges returns which, with

@@ -85,7 +85,8 @@ func (in *intake) offerMarked(ctx context.Context, obj object, t event.Type, ori
 			in.cache[key] = shaped
 		}
 	}
-	v := in.src.rules.Decide(Change{Type: t, Origin: origin, Object: shaped, Old: old})
+	c := Change{Type: t, Origin: origin, Object: shaped, Old: old}
+	v := in.src.rules.Decide(c)
 	if v.Err != nil {
 		in.src.note(NoteFilterError)
 	}
@@ -93,6 +94,8 @@ func (in *intake) offerMarked(ctx context.Context, obj object, t event.Type, ori
 		in.log.Error().Err(v.Err).Str("key", key).Str("rv", meta.ResourceVersion).
 			Msg("filter expression failed: publishing the change; further failures of this rule are only counted")
 	}
+	prev, _ := in.index.get(key)
+	fired, heldBefore, held := in.derive(c, key, meta.UID, prev, indexed)
 	if !v.Publish {
 		in.src.note(filteredNote(v.Reason))
 		in.log.Debug().Str("type", string(t)).Str("key", key).Str("rv", meta.ResourceVersion).Str("reason", string(v.Reason)).Msg("change filtered")
@@ -101,9 +104,28 @@ func (in *intake) offerMarked(ctx context.Context, obj object, t event.Type, ori
 			// relist does not infer its delete later.
 			in.index.remove(key)
 			id := meta.ID()
-			it := &item{key: key, index: withID(in.src.record(key, "", ""), id, "index"), rv: checkpointRV}
+			it := &item{key: key, index: withID(in.src.record(key, "", "", ""), id, "index"), rv: checkpointRV}
 			if in.src.mirror != nil {
 				it.mirror = withID(in.src.mirror.Record(meta, nil), id, "mirror")
+			}
+			if len(fired) > 0 {
+				base, _, _ := in.src.message(meta, shaped, old, obj.Body, marks)
+				it.derived = in.derivedMessages(ctx, meta, base, fired)
+			}
+			if it.current() == nil && checkpointRV == "" {
+				return nil
+			}
+			return in.send(ctx, it)
+		}
+		if t != event.Deleted && (len(fired) > 0 || held != heldBefore) {
+			// The change publishes derived events, or a state condition rose or fell: the
+			// index records it, so that neither a replay nor a relist fires again.
+			in.index.put(key, entry{UID: meta.UID, ResourceVersion: meta.ResourceVersion, Held: held})
+			id := meta.ID()
+			it := &item{key: key, index: withID(in.src.record(key, meta.UID, meta.ResourceVersion, held), id, "index"), rv: checkpointRV}
+			if len(fired) > 0 {
+				base, _, _ := in.src.message(meta, shaped, old, obj.Body, marks)
+				it.derived = in.derivedMessages(ctx, meta, base, fired)
 			}
 			if it.current() == nil && checkpointRV == "" {
 				return nil
@@ -115,31 +137,36 @@ func (in *intake) offerMarked(ctx context.Context, obj object, t event.Type, ori
 	if t == event.Deleted {
 		in.index.remove(key)
 	} else {
-		in.index.put(key, entry{UID: meta.UID, ResourceVersion: meta.ResourceVersion})
+		in.index.put(key, entry{UID: meta.UID, ResourceVersion: meta.ResourceVersion, Held: held})
 	}
-	return in.emitShaped(ctx, meta, shaped, old, obj.Body, checkpointRV, marks)
+	return in.emitShaped(ctx, meta, shaped, old, obj.Body, checkpointRV, marks, fired, held)
 }
 
-// emitShaped queues the event of a change that passed the rules; body is the object's JSON
-// read as is (nil: the rules encode shaped); checkpointRV is the
+// emitShaped queues the event of a change that passed the rules, with its derived events
+// (fired) and held, the state conditions that hold after it, for the index record; body is
+// the object's JSON read as is (nil: the rules encode shaped); checkpointRV is the
 // resourceVersion the checkpoint may move to once it is acked (empty for list items).
-func (in *intake) emitShaped(ctx context.Context, meta event.Meta, shaped, old map[string]any, body []byte, checkpointRV string, marks eventMarks) error {
+func (in *intake) emitShaped(ctx context.Context, meta event.Meta, shaped, old map[string]any, body []byte, checkpointRV string, marks eventMarks, fired []DerivedEvent, held string) error {
 	msg, mirror, omitted := in.src.message(meta, shaped, old, body, marks)
 	id := msg.Header.Get(nats.MsgIdHdr)
 	key := metaKey(meta)
 	var record *nats.Msg
 	if meta.Type == event.Deleted {
-		record = in.src.record(key, "", "")
+		record = in.src.record(key, "", "", "")
 	} else {
-		record = in.src.record(key, meta.UID, meta.ResourceVersion)
+		record = in.src.record(key, meta.UID, meta.ResourceVersion, held)
 	}
 	if omitted {
 		in.log.Warn().Str("key", key).Str("rv", meta.ResourceVersion).Str("reason", msg.Header.Get(event.HeaderBodyOmitted)).
 			Msg("publishing a reference without body")
 	}
 	in.log.Debug().Str("type", string(meta.Type)).Str("origin", string(meta.Origin)).Str("key", key).
-		Str("rv", meta.ResourceVersion).Msg("event")
-	return in.send(ctx, &item{key: key, msg: msg, mirror: withID(mirror, id, "mirror"), index: withID(record, id, "index"), rv: checkpointRV})
+		Str("rv", meta.ResourceVersion).Int("derived", len(fired)).Msg("event")
+	it := &item{key: key, msg: msg, mirror: withID(mirror, id, "mirror"), index: withID(record, id, "index"), rv: checkpointRV}
+	if len(fired) > 0 {
+		it.derived = in.derivedMessages(ctx, meta, msg, fired)
+	}
+	return in.send(ctx, it)
 }
 
 // emitUnpublished records obj in the durable index and the state mirror without publishing an
@@ -151,13 +178,17 @@ func (in *intake) emitUnpublished(ctx context.Context, obj object) error {
 	}
 	key := objectKey(obj.Unstructured)
 	meta := in.src.meta(obj.Unstructured, event.Added, event.InitialSync)
-	in.index.put(key, entry{UID: meta.UID, ResourceVersion: meta.ResourceVersion})
 	shaped := in.shape(obj)
 	if in.cache != nil {
 		in.cache[key] = shaped
 	}
+	// The state conditions that hold are recorded, without publishing their events: the
+	// sync that publishes nothing announces no transition either, and the object's next
+	// change fires only what starts to hold then.
+	_, _, held := in.derive(Change{Type: event.Added, Origin: event.InitialSync, Object: shaped}, key, meta.UID, entry{}, false)
+	in.index.put(key, entry{UID: meta.UID, ResourceVersion: meta.ResourceVersion, Held: held})
 	id := meta.ID()
-	it := &item{key: key, index: withID(in.src.record(key, meta.UID, meta.ResourceVersion), id, "index")}
+	it := &item{key: key, index: withID(in.src.record(key, meta.UID, meta.ResourceVersion, held), id, "index")}
 	if in.src.mirror != nil {
 		// Only the mirror's record is wanted; the event is built because the record is
 		// derived from the same shaping and size limit.
@@ -186,7 +217,7 @@ func (in *intake) emitInferredDeleteMarked(ctx context.Context, key string, prev
 		// Published before a crash that lost its index record: write only the record.
 		in.src.note(NoteDeletePublished)
 		in.log.Info().Str("key", key).Str("uid", prev.UID).Msg("delete already published: not inferred again")
-		it := &item{key: key, index: withID(in.src.record(key, "", ""), id, "index")}
+		it := &item{key: key, index: withID(in.src.record(key, "", "", ""), id, "index")}
 		if it.current() == nil {
 			return nil
 		}
@@ -197,12 +228,18 @@ func (in *intake) emitInferredDeleteMarked(ctx context.Context, key string, prev
 	if old != nil {
 		last = old
 	}
-	v := in.src.rules.Decide(Change{Type: event.Deleted, Origin: event.Relist, Object: last, Old: old})
+	c := Change{Type: event.Deleted, Origin: event.Relist, Object: last, Old: old}
+	v := in.src.rules.Decide(c)
+	fired, _, _ := in.derive(c, key, prev.UID, prev, true)
 	if !v.Publish {
 		id := meta.ID()
-		it := &item{key: key, index: withID(in.src.record(key, "", ""), id, "index")}
+		it := &item{key: key, index: withID(in.src.record(key, "", "", ""), id, "index")}
 		if in.src.mirror != nil {
 			it.mirror = withID(in.src.mirror.Record(meta, nil), id, "mirror")
+		}
+		if len(fired) > 0 {
+			base, _, _ := in.src.message(meta, obj.Object, old, nil, marks)
+			it.derived = in.derivedMessages(ctx, meta, base, fired)
 		}
 		if it.current() == nil {
 			return nil
@@ -210,7 +247,7 @@ func (in *intake) emitInferredDeleteMarked(ctx context.Context, key string, prev
 		return in.send(ctx, it)
 	}
 	in.log.Debug().Str("key", key).Str("uid", prev.UID).Msg("inferred delete")
-	return in.emitShaped(ctx, meta, obj.Object, old, nil, "", marks)
+	return in.emitShaped(ctx, meta, obj.Object, old, nil, "", marks, fired, "")
 }
 
 // selected reports whether objects in namespace ns are relayed under the source's namespace

@@ -53,7 +53,7 @@ func (in *intake) list(ctx context.Context, origin event.Origin) (string, error)
 				// The entry is from a history the cluster no longer has (etcd restored):
 				// forget it now, so that the object's next changes are not taken for
 				// replays even when the rules filter this one and nothing records it.
-				in.index.put(key, entry{UID: uid, ResourceVersion: rv})
+				in.index.put(key, entry{UID: uid, ResourceVersion: rv, Held: prev.Held})
 			}
 		default:
 			t = event.Added

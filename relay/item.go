@@ -7,18 +7,20 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// Step names a step of an item: the state mirror's record, the event, the index record.
+// Step names a step of an item: the state mirror's record, the event, a derived event, the
+// index record.
 type Step string
 
 // The steps, in the order they are published.
 const (
-	StepMirror Step = "mirror"
-	StepEvent  Step = "event"
-	StepIndex  Step = "index"
+	StepMirror  Step = "mirror"
+	StepEvent   Step = "event"
+	StepDerived Step = "derived"
+	StepIndex   Step = "index"
 )
 
 // Steps lists every Step, for metrics that create their series up front.
-var Steps = []Step{StepMirror, StepEvent, StepIndex}
+var Steps = []Step{StepMirror, StepEvent, StepDerived, StepIndex}
 
 // item is one step of a source's stream: a change to publish, or a mark that lets the
 // checkpoint advance once everything before it is acked.
@@ -31,10 +33,13 @@ type item struct {
 	// mirror, when set, writes the object's state to the state mirror; it is published and
 	// acked before msg, so that the mirror is never behind the stream (see docs/guarantees.md).
 	mirror *nats.Msg
+	// derived are the change's derived events, published in order after msg (which is nil
+	// when the change's own event is filtered) and before index.
+	derived []*nats.Msg
 	// index, when set, records the change in the durable object index; it is published after
-	// msg is acked. The item is done only when every step is acked.
+	// msg and derived are acked. The item is done only when every step is acked.
 	index *nats.Msg
-	// step counts the steps (mirror, msg, index) acked so far.
+	// step counts the steps (mirror, msg, derived, index) acked or given up so far.
 	step int
 	// mirrorReduced is set once the mirror record was replaced by the object's identity
 	// after the bucket refused the state as too large.
@@ -60,31 +65,38 @@ type item struct {
 	retired chan struct{}
 }
 
-// current returns the message of the step in progress: mirror, event, index (skipping the
-// ones not set), or nil when every step is done.
+// current returns the message of the step in progress: mirror, event, derived events,
+// index (skipping the ones not set), or nil when every step is done.
 func (it *item) current() *nats.Msg {
-	n := it.step
-	for _, m := range [...]*nats.Msg{it.mirror, it.msg, it.index} {
-		if m == nil {
+	m, _ := it.at(it.step)
+	return m
+}
+
+// at returns the message of step n (counting only the steps set) and names its step.
+func (it *item) at(n int) (*nats.Msg, Step) {
+	for _, s := range [...]struct {
+		m    *nats.Msg
+		step Step
+	}{{it.mirror, StepMirror}, {it.msg, StepEvent}} {
+		if s.m == nil {
 			continue
 		}
 		if n == 0 {
-			return m
+			return s.m, s.step
 		}
 		n--
 	}
-	return nil
+	if n < len(it.derived) {
+		return it.derived[n], StepDerived
+	}
+	if n -= len(it.derived); n == 0 && it.index != nil {
+		return it.index, StepIndex
+	}
+	return nil, ""
 }
 
 // currentStep names the step in progress; "" when every step is done.
 func (it *item) currentStep() Step {
-	switch m := it.current(); {
-	case m == nil:
-		return ""
-	case m == it.mirror:
-		return StepMirror
-	case m == it.msg:
-		return StepEvent
-	}
-	return StepIndex
+	_, step := it.at(it.step)
+	return step
 }

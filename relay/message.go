@@ -100,12 +100,13 @@ func (s *Source) message(meta event.Meta, shaped, old map[string]any, body []byt
 	return msg, mirror, omitted
 }
 
-// record returns the durable index record of a change, nil without a durable index.
-func (s *Source) record(object, uid, rv string) *nats.Msg {
+// record returns the durable index record of a change (held: the state conditions that
+// hold after it, joined), nil without a durable index.
+func (s *Source) record(object, uid, rv, held string) *nats.Msg {
 	if s.objIdx == nil {
 		return nil
 	}
-	return s.objIdx.Record(s.key, object, uid, rv)
+	return s.objIdx.Record(s.key, object, uid, rv, heldNames(held))
 }
 
 // tombstone is the body of an inferred delete: the object's last known identity.

@@ -82,6 +82,9 @@ const (
 	// NoteDeletePublished is a delete the relist diff would have inferred that the stream
 	// shows was published already (a crash lost its index record): not published again.
 	NoteDeletePublished
+	// NoteDerivedPublished is a derived event the stream shows was published already (a
+	// crash lost its change's index record): not published again.
+	NoteDerivedPublished
 )
 
 // filteredNote is the note of a change the rules suppressed for reason.

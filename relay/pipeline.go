@@ -417,7 +417,8 @@ func (p *pipeline) run(ctx context.Context, stop <-chan struct{}) error {
 // next. An event refused as too large goes out again as its reference (no body), a mirror
 // record as the object's identity; any other refusal gives the step up as undeliverable. After a refused mirror record the event still
 // goes out; after a refused event the index is not written (it records only what was
-// published, so a relist after a restart offers the object again); a refused index record
+// published, so a relist after a restart offers the object again); a derived event is
+// reduced to its reference like the event, or given up alone; a refused index record
 // ends the item. Either way the item is done once nothing is left to send, and the changes
 // of its object that wait behind it follow in order.
 func (p *pipeline) refused(it *item, why Refusal, err error) bool {
@@ -431,14 +432,14 @@ func (p *pipeline) refused(it *item, why Refusal, err error) bool {
 			return true
 		}
 	}
-	if step == StepEvent && why == RefusedTooLarge && len(it.msg.Data) > 0 {
+	if msg := it.current(); (step == StepEvent || step == StepDerived) && why == RefusedTooLarge && len(msg.Data) > 0 {
 		reason := event.BodyOmittedStreamLimit
 		if errors.Is(err, nats.ErrMaxPayload) {
 			// The server's limit is lower than when the message was built (another
 			// node, a changed max_payload).
 			reason = event.BodyOmittedOversize
 		}
-		omitBody(it.msg, reason)
+		omitBody(msg, reason)
 		it.attempts = 0
 		if p.onRefused != nil {
 			p.onRefused(it, step, why, err, true)
@@ -450,7 +451,9 @@ func (p *pipeline) refused(it *item, why Refusal, err error) bool {
 	}
 	p.undelivered(Undelivered{Step: step, Reason: why})
 	it.attempts = 0
-	if step == StepMirror {
+	if step == StepMirror || step == StepDerived {
+		// A derived event given up does not hold back the others or the index record:
+		// the record keeps the state conditions from firing again for this change.
 		it.step++
 		return it.current() != nil
 	}

@@ -62,21 +62,13 @@ func (l StreamLog) LastHeader(ctx context.Context, subject string) (nats.Header,
 // publishedLookupPause of a failed read) it reports false: the inferred delete is then
 // published, at worst a second time, never lost.
 func (in *intake) deletePublished(ctx context.Context, meta event.Meta) (id string, published bool) {
-	if in.src.published == nil || in.src.clock.Since(in.publishedFailed) < publishedLookupPause {
+	if in.src.published == nil {
 		return "", false
 	}
 	f := event.Filter{Prefix: in.src.cfg.Prefix, Cluster: meta.Cluster, Group: meta.Group,
 		Version: meta.Version, Resource: meta.Resource, Namespace: meta.Namespace, ClusterScoped: meta.Namespace == "", Name: meta.Name}
-	ctx, cancel := context.WithTimeout(ctx, publishedLookupTimeout)
-	defer cancel()
-	h, ok, err := in.src.published.LastHeader(ctx, f.String())
-	if err != nil {
-		in.publishedFailed = in.src.clock.Now()
-		in.log.Warn().Err(err).Str("key", metaKey(meta)).Stringer("pause", publishedLookupPause).
-			Msg("could not read the stream before inferring a delete: publishing inferred deletes without looking (at worst a second time)")
-		return "", false
-	}
-	if !ok {
+	h, ok, err := in.lookup(ctx, f.String(), metaKey(meta))
+	if err != nil || !ok {
 		return "", false
 	}
 	last, err := event.MetaFromHeader(h)
@@ -84,4 +76,26 @@ func (in *intake) deletePublished(ctx context.Context, meta event.Meta) (id stri
 		return "", false
 	}
 	return h.Get(nats.MsgIdHdr), true
+}
+
+// errLookupPaused is lookup's error within publishedLookupPause of a failed read.
+var errLookupPaused = errors.New("reads of the stream paused after a failure")
+
+// lookup reads the headers of the stream's last message on subject, for the object key,
+// within publishedLookupTimeout; after a failure it logs once and fails every look-up for
+// publishedLookupPause.
+func (in *intake) lookup(ctx context.Context, subject, key string) (nats.Header, bool, error) {
+	if in.src.clock.Since(in.publishedFailed) < publishedLookupPause {
+		return nil, false, errLookupPaused
+	}
+	ctx, cancel := context.WithTimeout(ctx, publishedLookupTimeout)
+	defer cancel()
+	h, ok, err := in.src.published.LastHeader(ctx, subject)
+	if err != nil {
+		in.publishedFailed = in.src.clock.Now()
+		in.log.Warn().Err(err).Str("key", key).Stringer("pause", publishedLookupPause).
+			Msg("could not read the stream before an inferred delete or a derived event: publishing them without looking (at worst a second time)")
+		return nil, false, err
+	}
+	return h, ok, nil
 }

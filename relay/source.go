@@ -334,8 +334,8 @@ func (s *Source) loadOnce(ctx context.Context, log zerolog.Logger) (string, erro
 	if s.objIdx != nil {
 		start := time.Now()
 		loaded := newIndex()
-		if err := s.objIdx.Load(ctx, s.key, func(object, uid, rv string) {
-			loaded.put(object, entry{UID: uid, ResourceVersion: rv})
+		if err := s.objIdx.Load(ctx, s.key, func(object, uid, rv string, held []string) {
+			loaded.put(object, entry{UID: uid, ResourceVersion: rv, Held: strings.Join(held, heldSeparator)})
 		}); err != nil {
 			return "", fmt.Errorf("load object index %q: %w", s.key, err)
 		}

@@ -171,7 +171,7 @@ func TestObjectRecreatedUnderAStaleHigherIndexEntryIsPublished(t *testing.T) {
 	if err != nil {
 		t.Fatalf("index: %v", err)
 	}
-	if _, err := f.js().PublishMsg(ctx, idx.Record(f.key, f.name+"/recreated", "00000000-0000-0000-0000-0000000000aa", stale)); err != nil {
+	if _, err := f.js().PublishMsg(ctx, idx.Record(f.key, f.name+"/recreated", "00000000-0000-0000-0000-0000000000aa", stale, nil)); err != nil {
 		t.Fatalf("write stale index entry: %v", err)
 	}
 

@@ -42,7 +42,7 @@ func TestDeleteAckedButNotIndexedIsPublishedOnceAfterRelist(t *testing.T) {
 	if err != nil {
 		t.Fatalf("index: %v", err)
 	}
-	subject := idx.Record(f.key, f.name+"/victim", "", "").Subject
+	subject := idx.Record(f.key, f.name+"/victim", "", "", nil).Subject
 	kv, err := f.js().KeyValue(ctx, f.vars["RELAY_INDEX_BUCKET"])
 	if err != nil {
 		t.Fatalf("index bucket: %v", err)

@@ -155,7 +155,7 @@ func (o sourceObserver) Noted(n relay.Note) {
 		o.m.ahead.WithLabelValues(o.resource).Inc()
 	case relay.NoteReplaySuppressed:
 		o.m.replays.WithLabelValues(o.resource, "index").Inc()
-	case relay.NoteDeletePublished:
+	case relay.NoteDeletePublished, relay.NoteDerivedPublished:
 		o.m.replays.WithLabelValues(o.resource, "stream").Inc()
 	case relay.NoteFilteredNamespace:
 		o.m.filtered.WithLabelValues(o.resource, "namespace").Inc()

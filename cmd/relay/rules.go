@@ -14,6 +14,7 @@ type sourceRules struct{ p *filter.Program }
 
 var (
 	_ relay.Rules          = sourceRules{}
+	_ relay.DerivingRules  = derivingRules{}
 	_ relay.NamespaceRules = sourceRules{}
 	_ relay.AsReadRules    = sourceRules{}
 )
@@ -37,4 +38,31 @@ func (r sourceRules) Body(obj, old map[string]any) ([]byte, event.Payload, error
 
 func (r sourceRules) Namespace(ns string, labels map[string]string) bool {
 	return r.p.Namespace(ns, labels)
+}
+
+// derivingRules are sourceRules whose program derives events; a program without derived
+// events is plugged in as sourceRules, so that its sources skip derivation entirely.
+type derivingRules struct{ sourceRules }
+
+// rulesOf returns p as the source's relay.Rules.
+func rulesOf(p *filter.Program) relay.Rules {
+	if p.HasDerived() {
+		return derivingRules{sourceRules{p}}
+	}
+	return sourceRules{p}
+}
+
+func (r derivingRules) Derive(c relay.Change, held []string) relay.Derivation {
+	// Like Decide: the conditions' cost limit bounds an evaluation.
+	d := r.p.Derive(context.Background(), filter.Change{Type: c.Type, Origin: c.Origin, Object: c.Object, Old: c.Old}, held)
+	out := relay.Derivation{Held: d.Held, Err: d.Err, FirstError: d.FirstError}
+	for _, name := range d.Fired {
+		e := relay.DerivedEvent{Name: name}
+		body, ok, err := r.p.DerivedBody(name, c.Object)
+		if ok && err == nil {
+			e.Body, e.Projected = body, true
+		}
+		out.Fired = append(out.Fired, e)
+	}
+	return out
 }

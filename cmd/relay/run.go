@@ -196,7 +196,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	built := make([]*relay.Source, len(plans))
 	for i, p := range plans {
 		deps := relay.SourceDeps{Readers: raw, Publisher: js, Checkpointer: ckpts, Index: objIdx, Budget: budget,
-			Rules: sourceRules{p.rules}, Observer: m.sourceObserver(p.cfg.Resource), Denials: denials,
+			Rules: rulesOf(p.rules), Observer: m.sourceObserver(p.cfg.Resource), Denials: denials,
 			History: trackedHistory{store: store, ckpts: ckpts}, Published: relay.StreamLog{Stream: stream}}
 		if p.cfg.Resource.Namespaced {
 			deps.NamespaceRules = sourceRules{p.rules}

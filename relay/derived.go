@@ -1,0 +1,171 @@
+package relay
+
+import (
+	"context"
+	"strings"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/kube-nats-relay/kube-nats-relay/event"
+)
+
+// DerivingRules are Rules that also derive named events from changes (see docs/events.md,
+// "Derived events"). A source whose Rules do not implement it publishes no derived events.
+type DerivingRules interface {
+	// Derive returns the derived events c fires and the state conditions that hold after
+	// it; held names, sorted, those that held for the object's previous state (nil: none,
+	// or the object is new).
+	Derive(c Change, held []string) Derivation
+}
+
+// Derivation is what DerivingRules derived from a change.
+type Derivation struct {
+	// Fired are the derived events to publish, in rule order.
+	Fired []DerivedEvent
+	// Held names, sorted, the state conditions that hold after the change: recorded with
+	// the object in the index and given back as held with its next change.
+	Held []string
+	// Err is an evaluation error of a condition, which then neither fired nor changed;
+	// FirstError is set for the rule's first error, which is logged.
+	Err        error
+	FirstError bool
+}
+
+// DerivedEvent is one derived event of a change.
+type DerivedEvent struct {
+	// Name is the derived event's name (event.Meta.Derived).
+	Name string
+	// Body is the derived event's own body (its projection); nil when Projected is false:
+	// the body is then the change's own event's body.
+	Body      []byte
+	Projected bool
+}
+
+// heldSeparator joins the names of held state conditions in an index entry: names are DNS
+// labels and never hold it.
+const heldSeparator = ","
+
+// heldNames splits an entry's held conditions; nil for none.
+func heldNames(held string) []string {
+	if held == "" {
+		return nil
+	}
+	return strings.Split(held, heldSeparator)
+}
+
+// derive runs the source's derived events over a change of key. prev is the object's
+// index entry when indexed: its held conditions are the previous state of state conditions
+// when it is the same object (uid). It returns the events fired and the held conditions
+// after the change, joined.
+func (in *intake) derive(c Change, key, uid string, prev entry, indexed bool) ([]DerivedEvent, string, string) {
+	dr, ok := in.src.rules.(DerivingRules)
+	if !ok {
+		return nil, "", ""
+	}
+	var before string
+	if indexed && prev.UID == uid {
+		before = prev.Held
+	}
+	d := dr.Derive(c, heldNames(before))
+	if d.Err != nil {
+		in.src.note(NoteFilterError)
+		if d.FirstError {
+			in.log.Error().Err(d.Err).Str("key", key).
+				Msg("derived event condition failed: the condition keeps its previous state; further failures of this rule are only counted")
+		}
+	}
+	return d.Fired, before, strings.Join(d.Held, heldSeparator)
+}
+
+// derivedMessages builds the messages of a change's derived events: meta is the change's,
+// base its own event (published or not), whose body and body headers a derived event
+// without projection repeats. Derived events the stream already holds (see
+// derivedPublished) are left out.
+func (in *intake) derivedMessages(ctx context.Context, meta event.Meta, base *nats.Msg, fired []DerivedEvent) []*nats.Msg {
+	s := in.src
+	var out []*nats.Msg
+	for _, f := range fired {
+		dm := meta
+		dm.Derived = f.Name
+		if in.derivedPublished(ctx, dm) {
+			in.src.note(NoteDerivedPublished)
+			in.log.Info().Str("key", metaKey(meta)).Str("rv", meta.ResourceVersion).Str("derived", f.Name).
+				Msg("derived event already published: not published again")
+			continue
+		}
+		msg := &nats.Msg{Subject: dm.Subject(s.cfg.Prefix).String(), Header: dm.Header()}
+		for _, h := range []string{event.HeaderFinalStateUnknown, event.HeaderLeftSelection} {
+			if v := base.Header.Get(h); v != "" {
+				msg.Header.Set(h, v)
+			}
+		}
+		if !f.Projected {
+			for _, h := range []string{event.HeaderPayload, event.HeaderRedacted, event.HeaderBodyOmitted} {
+				if v := base.Header.Get(h); v != "" {
+					msg.Header.Set(h, v)
+				}
+			}
+			msg.Data = base.Data
+			out = append(out, msg)
+			continue
+		}
+		if s.cfg.Redacted != "" {
+			msg.Header.Set(event.HeaderRedacted, event.EncodeHeaderValue(s.cfg.Redacted))
+		}
+		if s.cfg.MaxPayload > 0 && len(f.Body)+event.HeaderSize(msg.Header)+len(msg.Subject) > s.cfg.MaxPayload {
+			msg.Header.Del(event.HeaderRedacted)
+			msg.Header.Set(event.HeaderBodyOmitted, event.BodyOmittedOversize)
+		} else {
+			msg.Data = f.Body
+		}
+		out = append(out, msg)
+	}
+	return out
+}
+
+// derivedPublished reports whether the stream already holds the derived event dm or a later
+// one of the same object: the last message on the object's subjects of that derived event
+// (any change type) is of the same uid and history epoch and at the same or a newer
+// resourceVersion. A derived event is published before its change's index record; a relay
+// killed between the two replays the change after restarting, and the state condition,
+// still recorded as not held, fires again under the same id: JetStream drops it within the
+// duplicate window, this look-up beyond it.
+//
+// The look-up costs one read of the stream per derived event. The first look-up of a source
+// reads the resource's derived events as a whole: when the stream holds none, no replay can
+// hold one either, and the source makes no further look-ups (a first start publishing its
+// initial sync pays nothing). When the stream cannot be read, it reports false, with the
+// pause deletePublished keeps: the event is then published, at worst a second time, which the
+// duplicate window still drops within its span.
+func (in *intake) derivedPublished(ctx context.Context, dm event.Meta) bool {
+	if in.src.published == nil || in.derivedNone {
+		return false
+	}
+	if !in.derivedChecked {
+		f := event.Filter{Prefix: in.src.cfg.Prefix, Cluster: dm.Cluster, Group: dm.Group,
+			Version: dm.Version, Resource: dm.Resource, Derived: event.AllDerived}
+		_, ok, err := in.lookup(ctx, f.String(), metaKey(dm))
+		if err != nil {
+			return false
+		}
+		in.derivedChecked = true
+		if !ok {
+			in.derivedNone = true
+			return false
+		}
+	}
+	f := event.Filter{Prefix: in.src.cfg.Prefix, Cluster: dm.Cluster, Group: dm.Group,
+		Version: dm.Version, Resource: dm.Resource, Namespace: dm.Namespace, ClusterScoped: dm.Namespace == "",
+		Name: dm.Name, Derived: dm.Derived}
+	h, ok, err := in.lookup(ctx, f.String(), metaKey(dm))
+	if err != nil || !ok {
+		return false
+	}
+	last, err := event.MetaFromHeader(h)
+	if err != nil || last.UID != dm.UID || last.History != dm.History {
+		return false
+	}
+	return last.ResourceVersion == dm.ResourceVersion || rvLess(dm.ResourceVersion, last.ResourceVersion)
+}
+
+
