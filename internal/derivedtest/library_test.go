@@ -103,6 +103,28 @@ func TestLibraryNamesEveryEventOfTheIssue(t *testing.T) {
 	}
 }
 
+// relayPrograms compiles the library as the relay does, by resource.group.
+func relayPrograms(t *testing.T) map[string]*filter.Program {
+	t.Helper()
+	f, err := filter.Load(libraryPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make(map[string]*filter.Program)
+	for _, r := range f.Rules() {
+		res, err := parseResource(r.Resource)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := filter.Compile(r, res)
+		if err != nil {
+			t.Fatalf("compile %s: %v", r.Resource, err)
+		}
+		out[key(res.Group, res.Resource)] = p
+	}
+	return out
+}
+
 // obj parses a YAML object.
 func obj(t *testing.T, s string) map[string]any {
 	t.Helper()
@@ -207,15 +229,27 @@ func TestLibraryFiresOnlyOnTheChangeThatMakesItTrue(t *testing.T) {
 		{"namespace deletion starts", "", "namespaces", event.Modified, nsActive, nsTerminating, []string{"terminating"}},
 		{"namespace gone", "", "namespaces", event.Deleted, nsTerminating, nsTerminating, nil},
 	}
+	relay := relayPrograms(t)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
 			c := filter.Change{Type: tt.typ, Origin: event.Live, Object: obj(t, tt.now), Old: obj(t, tt.old)}
-			got, err := o.Fire(context.Background(), tt.group, tt.resource, c)
+			got, err := o.Fire(ctx, tt.group, tt.resource, c)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if !slices.Equal(got, tt.want) {
-				t.Errorf("got %v, want %v", got, tt.want)
+				t.Errorf("oracle: got %v, want %v", got, tt.want)
+			}
+			// The relay's own evaluation, given what held for the previous state.
+			p := relay[tt.resource+"."+tt.group]
+			var held []string
+			if c.Old != nil {
+				held = p.Derive(ctx, filter.Change{Type: event.Modified, Origin: event.Live, Object: c.Old}, nil).Held
+			}
+			d := p.Derive(ctx, c, held)
+			if d.Err != nil || !slices.Equal(d.Fired, tt.want) {
+				t.Errorf("relay: got %v (error %v), want %v", d.Fired, d.Err, tt.want)
 			}
 		})
 	}
@@ -237,6 +271,33 @@ func TestLibraryNeverFailsOnMissingFields(t *testing.T) {
 					}
 				}
 			}
+		}
+	}
+}
+
+// TestLibraryIsAValidRulesFile requires the relay's own parser to accept the library and to
+// read the same derived events as Load, so that the oracle tests what the relay runs.
+func TestLibraryIsAValidRulesFile(t *testing.T) {
+	rf, err := filter.Load(libraryPath)
+	if err != nil {
+		t.Fatalf("the relay refuses the library: %v", err)
+	}
+	f, err := Load(libraryPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rf.Resources) != len(f.Resources) {
+		t.Fatalf("the relay reads %d rules, Load %d", len(rf.Resources), len(f.Resources))
+	}
+	for i, r := range rf.Resources {
+		got := make([]Derived, len(r.Derived))
+		for j, d := range r.Derived {
+			got[j] = Derived{Name: d.Name, Condition: d.Condition, Fields: d.Fields}
+		}
+		if r.Resource != f.Resources[i].Resource || !slices.EqualFunc(got, f.Resources[i].Derived, func(a, b Derived) bool {
+			return a.Name == b.Name && a.Condition == b.Condition && slices.Equal(a.Fields, b.Fields)
+		}) {
+			t.Errorf("rule %d: the relay reads %s %+v, Load %s %+v", i, r.Resource, got, f.Resources[i].Resource, f.Resources[i].Derived)
 		}
 	}
 }

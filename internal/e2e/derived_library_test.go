@@ -10,11 +10,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kube-nats-relay/kube-nats-relay/event"
 	"github.com/kube-nats-relay/kube-nats-relay/filter"
+	"github.com/kube-nats-relay/kube-nats-relay/internal/contract"
 	"github.com/kube-nats-relay/kube-nats-relay/internal/derivedtest"
 	"github.com/kube-nats-relay/kube-nats-relay/internal/relaytest"
 )
@@ -22,10 +22,9 @@ import (
 const (
 	// libraryFile is the shipped library of derived events the test runs the relay with.
 	libraryFile = "../../examples/rules/derived.yaml"
-	// libraryResources are the resources the library has rules for.
-	libraryResources = "pods,deployments.apps,jobs.batch,persistentvolumeclaims,nodes,namespaces"
-	// librarySources is the number of checkpoints of a relay of libraryResources limited to
-	// one namespace: one per namespaced resource, one per cluster-scoped one.
+	// librarySources is the number of checkpoints of a relay of the library's resources
+	// limited to one namespace: one per namespaced resource (pods, deployments, jobs,
+	// claims), one per cluster-scoped one (nodes, namespaces).
 	librarySources = 6
 )
 
@@ -37,9 +36,10 @@ const (
 // kubelet would, through the status subresource: a container OOM-killed, then restarted, a
 // Pod unready then ready again, a Node reporting Ready then NotReady.
 //
-// It replays every change the relay published through derivedtest's oracle (the contract,
-// evaluated apart from the engine) and requires the library's events for the story's objects
-// from it: the conditions hold on the objects real controllers write.
+// It requires the library's events of the story's objects, each exactly once; and it replays
+// every change the relay published through derivedtest's oracle (the contract, evaluated
+// apart from the engine) and requires the relay's derived events to be exactly the oracle's,
+// each after the change it derives from and before the object's next change.
 func TestDerivedLibraryFollowsControllers(t *testing.T) {
 	logClusterOnFailure(t)
 	ctx := context.Background()
@@ -54,7 +54,7 @@ func TestDerivedLibraryFollowsControllers(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := relaytest.Record(t, env, relayBin, ns, map[string]string{
-		"RELAY_RESOURCES":  libraryResources,
+		"RELAY_RULES_FILE": libraryFile,
 		"RELAY_NAMESPACES": ns,
 	}, librarySources)
 
@@ -85,17 +85,17 @@ func TestDerivedLibraryFollowsControllers(t *testing.T) {
 	updateNodeStatus(t, cs, ns, func(s *corev1.NodeStatus) { s.Conditions = []corev1.NodeCondition{nodeReadyStatus(false)} })
 
 	want := map[string][]string{
-		"pods/" + worker:                   {"ready", "unready", "oom-killed", "restarted", "ready"},
-		"deployments/web":                  {"rollout-complete"},
-		"deployments/stuck":                {"rollout-stalled"},
-		"jobs/done":                        {"succeeded"},
-		"jobs/late":                        {"failed"},
-		"persistentvolumeclaims/data":      {"bound"},
-		"nodes/" + ns:                      {"ready", "not-ready"},
+		"pods/" + worker:                  {"ready", "unready", "oom-killed", "restarted", "ready"},
+		"deployments/web":                 {"rollout-complete"},
+		"deployments/stuck":               {"rollout-stalled"},
+		"jobs/done":                       {"succeeded"},
+		"jobs/late":                       {"failed"},
+		"persistentvolumeclaims/data":     {"bound"},
+		"nodes/" + ns:                     {"ready", "not-ready"},
 		"nodes/" + env.Cluster.Nodes()[0]: {"ready"}, // kwok's report, published by the initial sync
 	}
 	rec.Wait(t, "the story's derived events", eventTimeout, func(events []relaytest.Event) (bool, string) {
-		return derivedMatch(ctx, t, oracle, ns, events, want)
+		return derivedMatch(derivedByObject(events), want)
 	})
 
 	if err := cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
@@ -104,18 +104,23 @@ func TestDerivedLibraryFollowsControllers(t *testing.T) {
 	want["namespaces/"+ns] = []string{"terminating"}
 	rec.Wait(t, "the namespace deleted and its derived events", eventTimeout, func(events []relaytest.Event) (bool, string) {
 		gone := slices.ContainsFunc(events, func(e relaytest.Event) bool {
-			return e.Resource == "namespaces" && e.Name == ns && e.Type == event.Deleted
+			return e.Derived == "" && e.Resource == "namespaces" && e.Name == ns && e.Type == event.Deleted
 		})
-		ok, why := derivedMatch(ctx, t, oracle, ns, events, want)
+		ok, why := derivedMatch(derivedByObject(events), want)
 		return ok && gone, fmt.Sprintf("namespace deleted in the stream: %t; %s", gone, why)
 	})
-	rec.CheckOrder(t)
+	// The last changes' derived events may still be in flight: wait until the stream holds
+	// every one the oracle expects (and never more).
+	rec.Wait(t, "the derived events the oracle expects", eventTimeout, func(events []relaytest.Event) (bool, string) {
+		return matchOracle(ctx, t, oracle, events)
+	})
+	events := rec.Events()
+	checkDerivedPlacement(t, events)
+	checkOrdinaryOrder(t, events)
 
-	// Every Pod of Deployment web became ready once, and no Pod of the story became ready twice
-	// but worker.
-	fired := oracleFires(ctx, t, oracle, ns, rec.Events())
+	// Every Pod of Deployment web became ready once.
 	web := 0
-	for obj, names := range fired {
+	for obj, names := range derivedByObject(events) {
 		if strings.HasPrefix(obj, "pods/web-") {
 			web++
 			if !slices.Equal(names, []string{"ready"}) {
@@ -126,6 +131,7 @@ func TestDerivedLibraryFollowsControllers(t *testing.T) {
 	if web != 2 {
 		t.Errorf("derived events of %d Pods of Deployment web, want 2", web)
 	}
+	checkProjection(t, events, "pods", worker, "oom-killed")
 }
 
 // createLibraryObjects creates the story's objects in namespace ns, and the cluster-scoped
@@ -142,10 +148,14 @@ func createLibraryObjects(t *testing.T, cs kubernetes.Interface, ns string) {
 	sc, pv, pvc := libraryVolume(ns, ns)
 	_, err := cs.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{})
 	check("storage class", err)
-	t.Cleanup(func() { _ = cs.StorageV1().StorageClasses().Delete(context.Background(), sc.Name, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = cs.StorageV1().StorageClasses().Delete(context.Background(), sc.Name, metav1.DeleteOptions{})
+	})
 	_, err = cs.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{})
 	check("persistent volume", err)
-	t.Cleanup(func() { _ = cs.CoreV1().PersistentVolumes().Delete(context.Background(), pv.Name, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = cs.CoreV1().PersistentVolumes().Delete(context.Background(), pv.Name, metav1.DeleteOptions{})
+	})
 	_, err = cs.CoreV1().PersistentVolumeClaims(ns).Create(ctx, pvc, metav1.CreateOptions{})
 	check("claim", err)
 
@@ -180,45 +190,136 @@ func podIsReady(p *corev1.Pod) bool {
 	return false
 }
 
-// oracleFires replays the events of the story (namespace ns, the node and namespace named
-// ns) and of the test bed's nodes through the oracle, each with the previous state the
-// stream holds of its object, and returns the derived events per object
-// ("resource/name"), in order.
-func oracleFires(ctx context.Context, t *testing.T, oracle *derivedtest.Oracle, ns string, events []relaytest.Event) map[string][]string {
-	t.Helper()
-	last := make(map[types.UID]map[string]any)
-	fired := make(map[string][]string)
+// derivedByObject returns the names of the derived events in events, by object
+// ("resource/name"), in stream order.
+func derivedByObject(events []relaytest.Event) map[string][]string {
+	out := make(map[string][]string)
 	for _, e := range events {
-		if e.Namespace != ns && e.Resource != "nodes" && !(e.Resource == "namespaces" && e.Name == ns) {
+		if e.Derived != "" {
+			key := e.Resource + "/" + e.Name
+			out[key] = append(out[key], e.Derived)
+		}
+	}
+	return out
+}
+
+// derivedMatch reports whether the derived events of each object of want are exactly
+// want's, and says which are not.
+func derivedMatch(got, want map[string][]string) (bool, string) {
+	var diffs []string
+	for _, obj := range sortedKeys(want) {
+		if !slices.Equal(got[obj], want[obj]) {
+			diffs = append(diffs, fmt.Sprintf("%s: %v, want %v", obj, got[obj], want[obj]))
+		}
+	}
+	return len(diffs) == 0, strings.Join(diffs, "; ")
+}
+
+// matchOracle replays the ordinary events through the oracle, each with the previous state
+// the stream holds of its object, and reports whether the derived events of each change (by
+// k8s-derived-from) are exactly the oracle's, in rule order.
+func matchOracle(ctx context.Context, t *testing.T, oracle *derivedtest.Oracle, events []relaytest.Event) (bool, string) {
+	t.Helper()
+	last := make(map[string]map[string]any)
+	want := make(map[string][]string)
+	got := make(map[string][]string)
+	what := make(map[string]string)
+	for _, e := range events {
+		if e.Derived != "" {
+			from := e.Header.Get(event.HeaderDerivedFrom)
+			got[from] = append(got[from], e.Derived)
 			continue
 		}
 		var obj map[string]any
 		if err := json.Unmarshal(e.Body, &obj); err != nil {
 			t.Fatalf("%s: body: %v", e.Subject, err)
 		}
-		uid := types.UID(e.UID)
-		names, err := oracle.Fire(ctx, e.Group, e.Resource, filter.Change{Type: e.Type, Origin: e.Origin, Object: obj, Old: last[uid]})
+		names, err := oracle.Fire(ctx, e.Group, e.Resource, filter.Change{Type: e.Type, Origin: e.Origin, Object: obj, Old: last[e.UID]})
 		if err != nil {
 			t.Fatalf("%s rv %s: %v", e.Subject, e.ResourceVersion, err)
 		}
-		last[uid] = obj
-		key := e.Resource + "/" + e.Name
-		fired[key] = append(fired[key], names...)
+		last[e.UID] = obj
+		id := e.ID()
+		want[id] = names
+		what[id] = fmt.Sprintf("%s %s/%s rv %s", e.Type, e.Resource, e.Name, e.ResourceVersion)
 	}
-	return fired
-}
-
-// derivedMatch reports whether the oracle's derived events of each object of want are
-// exactly want's, and says which are not.
-func derivedMatch(ctx context.Context, t *testing.T, oracle *derivedtest.Oracle, ns string, events []relaytest.Event, want map[string][]string) (bool, string) {
-	fired := oracleFires(ctx, t, oracle, ns, events)
 	var diffs []string
-	for _, obj := range sortedKeys(want) {
-		if got := fired[obj]; !slices.Equal(got, want[obj]) {
-			diffs = append(diffs, fmt.Sprintf("%s: %v, want %v", obj, got, want[obj]))
+	for id, names := range got {
+		if _, ok := want[id]; !ok {
+			diffs = append(diffs, fmt.Sprintf("derived %v from %s, a change not in the stream", names, id))
 		}
 	}
+	for id, names := range want {
+		if !slices.Equal(got[id], names) {
+			diffs = append(diffs, fmt.Sprintf("%s: derived %v, the oracle says %v", what[id], got[id], names))
+		}
+	}
+	slices.Sort(diffs)
 	return len(diffs) == 0, strings.Join(diffs, "; ")
+}
+
+// checkDerivedPlacement requires every derived event to follow the event of the change it
+// derives from, before any later change of the same object, with the id, subject and
+// CloudEvents type the contract gives it.
+func checkDerivedPlacement(t *testing.T, events []relaytest.Event) {
+	t.Helper()
+	lastChange := make(map[string]string) // uid -> id of the object's latest change so far
+	for _, e := range events {
+		if e.Derived == "" {
+			lastChange[e.UID] = e.ID()
+			continue
+		}
+		from := e.Header.Get(event.HeaderDerivedFrom)
+		if from != lastChange[e.UID] {
+			t.Errorf("seq %d: derived %s of %s/%s from %s, but the object's latest change in the stream is %q",
+				e.Seq, e.Derived, e.Resource, e.Name, from, lastChange[e.UID])
+		}
+		if got, want := e.Header.Get(event.HeaderCEID), event.DerivedID(from, e.Derived); got != want {
+			t.Errorf("seq %d: derived %s: id %s, want %s", e.Seq, e.Derived, got, want)
+		}
+		if got, want := e.Header.Get(event.HeaderCEType), event.CETypeDerivedPrefix+e.Derived; got != want {
+			t.Errorf("seq %d: ce-type %s, want %s", e.Seq, got, want)
+		}
+		if suffix := "." + event.DerivedToken + "." + e.Derived; !strings.HasSuffix(e.Subject, suffix) {
+			t.Errorf("seq %d: subject %s does not end in %s", e.Seq, e.Subject, suffix)
+		}
+	}
+}
+
+// checkOrdinaryOrder checks the per-object promises on the ordinary events (a derived event
+// carries its change's resourceVersion) and unique ids on all.
+func checkOrdinaryOrder(t *testing.T, events []relaytest.Event) {
+	t.Helper()
+	var all, ordinary []contract.Message
+	for _, e := range events {
+		m := contract.Message{Seq: e.Seq, Subject: e.Subject, Header: e.Header, Meta: e.Meta}
+		all = append(all, m)
+		if e.Derived == "" {
+			ordinary = append(ordinary, m)
+		}
+	}
+	relaytest.Report(t, "no duplicate ids", contract.NoDuplicateIDs(all))
+	relaytest.Report(t, "per-uid order", contract.PerUIDOrder(ordinary))
+}
+
+// checkProjection requires the body of derived event name of resource/name to hold the
+// projected status.containerStatuses and the identity, and not spec.containers.
+func checkProjection(t *testing.T, events []relaytest.Event, resource, name, derived string) {
+	t.Helper()
+	for _, e := range events {
+		if e.Resource != resource || e.Name != name || e.Derived != derived {
+			continue
+		}
+		var p corev1.Pod
+		if err := e.Decode(&p); err != nil {
+			t.Fatalf("%s: %v", e.Subject, err)
+		}
+		if p.Name != name || p.UID == "" || len(p.Status.ContainerStatuses) == 0 || len(p.Spec.Containers) != 0 {
+			t.Errorf("%s: body %s, want the identity and status.containerStatuses only", e.Subject, e.Body)
+		}
+		return
+	}
+	t.Errorf("no derived %s of %s/%s", derived, resource, name)
 }
 
 func sortedKeys[V any](m map[string]V) []string {
