@@ -192,6 +192,12 @@ func podIsReady(p *corev1.Pod) bool {
 
 // derivedByObject returns the names of the derived events in events, by object
 // ("resource/name"), in stream order.
+//
+// Deployment stuck's stall may be reported more than once, each time as a new stall (the
+// oracle checks that the condition stopped holding in between): when the ReplicaSet's status
+// shows its Pod only after the deployment controller found the deadline exceeded, the
+// controller counts that as progress (Progressing True, ReplicaSetUpdated) and reports the
+// stall again a second later. Its repeats are folded into one.
 func derivedByObject(events []relaytest.Event) map[string][]string {
 	out := make(map[string][]string)
 	for _, e := range events {
@@ -199,6 +205,9 @@ func derivedByObject(events []relaytest.Event) map[string][]string {
 			key := e.Resource + "/" + e.Name
 			out[key] = append(out[key], e.Derived)
 		}
+	}
+	if stuck := out["deployments/stuck"]; stuck != nil {
+		out["deployments/stuck"] = slices.Compact(stuck)
 	}
 	return out
 }
