@@ -39,13 +39,16 @@ type checker struct {
 	pending []want
 	// used holds, per object (uid), the type and phase that already fulfilled a want, so that
 	// one event of one Pod never counts for two of a step's generated-name wants.
-	used     map[string]bool
-	total    int
-	other    int // events no step asked for
-	counts   map[event.Type]int
-	derived  int                // derived events, counted apart from counts
-	msgs     []contract.Message // every valid event, for the contract checks
-	problems []string
+	used    map[string]bool
+	total   int
+	other   int // events no step asked for
+	counts  map[event.Type]int
+	derived int // derived events, counted apart from counts
+	// lastChange holds, per object (uid), the id of its latest ordinary event: a derived
+	// event must come from it, after it and before the object's next change.
+	lastChange map[string]string
+	msgs       []contract.Message // every valid event, for the contract checks
+	problems   []string
 }
 
 func newChecker(events <-chan received, relayExited <-chan struct{}, full bool) *checker {
@@ -55,6 +58,7 @@ func newChecker(events <-chan received, relayExited <-chan struct{}, full bool) 
 		full:        full,
 		counts:      make(map[event.Type]int),
 		used:        make(map[string]bool),
+		lastChange:  make(map[string]string),
 	}
 }
 
@@ -135,8 +139,13 @@ func (c *checker) take(r received) {
 		// A derived event: what the change means, by the library's rules.
 		c.derived++
 		typ, described = "derived", m.Derived
+		if from := r.header.Get(event.HeaderDerivedFrom); from != c.lastChange[m.UID] {
+			c.problem("derived %s of %s: from change %s, but the object's latest change is %q",
+				m.Derived, object(m.Namespace, m.Name), from, c.lastChange[m.UID])
+		}
 	} else {
 		c.counts[m.Type]++
+		c.lastChange[m.UID] = m.ID()
 	}
 
 	when := "-"
@@ -162,7 +171,11 @@ func (c *checker) take(r received) {
 // match removes the pending want m (of an object in phase) fulfils; false when m fulfils
 // none.
 func (c *checker) match(m event.Meta, phase corev1.PodPhase) bool {
-	key := m.UID + "/" + string(m.Type) + "/" + string(phase) + "/" + m.Derived
+	key := m.UID + "/" + string(m.Type) + "/" + string(phase)
+	if m.Derived != "" {
+		// A derived event may come again for a later change (a second rollout-complete).
+		key += "/" + m.Derived + "/" + m.ResourceVersion
+	}
 	i := slices.IndexFunc(c.pending, func(w want) bool {
 		nameOK := w.name == m.Name || w.prefix && strings.HasPrefix(m.Name, w.name)
 		typeOK := w.derived == m.Derived && (w.derived != "" || w.typ == m.Type)
