@@ -454,6 +454,7 @@ func TestChartRefusesValuesTheRelayRefusesOrIgnores(t *testing.T) {
 		{name: "rule with an unknown field", bad: append([]string{"rules.resources[0].labelSelectr=app=web"}, rule...), good: append([]string{"rules.resources[0].labelSelector=app=web"}, rule...), want: "/rules/resources/0"},
 		{name: "rule with an unknown event type", bad: append([]string{"rules.resources[0].events={created}"}, rule...), good: append([]string{"rules.resources[0].events={added}"}, rule...), want: "/rules/resources/0/events"},
 		{name: "rule defaults with an unknown field", bad: []string{"rules.defaults.namespace=a"}, good: []string{"rules.defaults.namespaces={a}"}, want: "/rules/defaults"},
+		{name: "derived event with a bad name", bad: append([]string{"rules.resources[0].derived[0].name=Ready", "rules.resources[0].derived[0].condition=object.ready"}, rule...), good: append([]string{"rules.resources[0].derived[0].name=ready", "rules.resources[0].derived[0].condition=object.ready"}, rule...), want: "/rules/resources/0/derived/0/name"},
 		{name: "rule with an unknown payload", bad: append([]string{"rules.resources[0].payload=patch"}, rule...), good: append([]string{"rules.resources[0].payload=objectAndPatch"}, rule...), want: "/rules/resources/0/payload"},
 		{
 			name: "resource ruled twice",

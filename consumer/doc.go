@@ -42,6 +42,20 @@
 // (ErrOverlappingFilters), as a JetStream consumer would. SubjectsAcross applies filters to
 // a list of clusters.
 //
+// # Derived events
+//
+// A resource's rules may name derived events ("ready", "oom-killed"): the relay publishes
+// one after a change's own event when its condition starts to hold (a state condition) or
+// holds for the change (a transition condition). Decode reads them like any event:
+// Event.Derived holds the name ("" for ordinary events), ce-type is
+// io.kube-nats-relay.object.derived.<name>, Event.ID is derived from the change's id and the
+// name, and every other fact (Type, ResourceVersion, Origin, ...) is the change's; the
+// k8s-derived-from header carries the change's id (even when the change's own event was
+// filtered). Select them with event.Filter.Derived: event.AllDerived for every derived event,
+// a name for one; a filter without Derived selects only ordinary events, so existing
+// consumers see no derived event. A Tracker keeps each derived event name of an object apart
+// from its changes (ObjectKey.Derived): it shares their resourceVersions.
+//
 // # Many clusters
 //
 // Each relay writes its cluster's events to its own stream (event.DefaultStream). A

@@ -22,8 +22,10 @@ const leftSelectionValue = "true"
 //
 // The embedded event.Meta holds the facts of the subject and headers: Cluster, Group,
 // Version, Resource, Kind, Namespace ("" when cluster-scoped), Name, UID, ResourceVersion,
-// Type (added, modified, deleted), Origin (live, initial-sync, relist) and Time (when the
-// relay observed the change; zero when unknown). Its methods give the event id (ID, the
+// Type (added, modified, deleted), Origin (live, initial-sync, relist), Time (when the
+// relay observed the change; zero when unknown) and Derived (the name of a derived event, ""
+// for the change's own event; a derived event's other facts are its change's, its Type the
+// change's type). Its methods give the event id (ID, the
 // message's Nats-Msg-Id and ce-id), GroupVersionResource, GroupVersionKind, APIVersion and
 // Subject.
 type Event struct {

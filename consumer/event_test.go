@@ -211,3 +211,41 @@ func TestDecodeRaw(t *testing.T) {
 		t.Errorf("DecodeRaw of a foreign subject: got error %v, want ErrInvalidEvent", err)
 	}
 }
+
+func TestDecodeDerivedEvent(t *testing.T) {
+	d := configMapMeta
+	d.Derived = "ready"
+	e, err := consumer.DecodeMsg(relayMsg("kube", d, configMapBody))
+	if err != nil {
+		t.Fatalf("DecodeMsg: %v", err)
+	}
+	if e.Derived != "ready" || e.Type != event.Modified || e.ID() != event.DerivedID(configMapMeta.ID(), "ready") || e.Prefix != "kube" {
+		t.Errorf("DecodeMsg: got derived %q type %q id %q prefix %q, want ready, modified, %q, kube",
+			e.Derived, e.Type, e.ID(), e.Prefix, event.DerivedID(configMapMeta.ID(), "ready"))
+	}
+	if consumer.KeyOf(e) == consumer.KeyOf(consumer.Event{Meta: configMapMeta}) {
+		t.Errorf("KeyOf: a derived event shares its object's key %v", consumer.KeyOf(e))
+	}
+	// The derived event's headers on the change's own subject do not decode.
+	msg := relayMsg("kube", d, configMapBody)
+	msg.Subject = configMapMeta.Subject("kube").String()
+	if _, err := consumer.DecodeMsg(msg); !errors.Is(err, consumer.ErrInvalidEvent) {
+		t.Errorf("DecodeMsg of derived headers on an ordinary subject: got %v, want ErrInvalidEvent", err)
+	}
+}
+
+func TestSubjectsSelectDerivedEventsApart(t *testing.T) {
+	pods := event.Filter{Prefix: "kube", Resource: "pods"}
+	ready := pods
+	ready.Derived = "ready"
+	all := pods
+	all.Derived = event.AllDerived
+	got, err := consumer.Subjects(pods, ready, all)
+	if err != nil {
+		t.Fatalf("Subjects: %v", err)
+	}
+	want := []string{"kube.*.core.*.pods.*.*.*", "kube.*.core.*.pods.*.*.*.derived.*"}
+	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
+		t.Errorf("Subjects: got %q, want %q (ordinary and derived never overlap; ready is within all)", got, want)
+	}
+}

@@ -117,8 +117,8 @@ func disjoint(subjects []string) ([]string, error) {
 }
 
 // subjectsCollide reports whether some subject matches both filters. Filters built by
-// event.Filter have a verbatim prefix without wildcards and seven tokens, each literal or
-// "*", so they collide exactly when they have as many tokens and agree at every position
+// event.Filter have a verbatim prefix without wildcards and seven tokens (nine for derived
+// events), each literal or "*", so they collide exactly when they have as many tokens and agree at every position
 // where both are literal.
 func subjectsCollide(a, b string) bool {
 	at, bt := strings.Split(a, "."), strings.Split(b, ".")

@@ -18,25 +18,36 @@ const DefaultTombstoneTTL = time.Hour
 
 // ObjectKey names one object's history: resourceVersions compare only within one resource of
 // one cluster, and a uid names one object for its whole life (a delete and re-create under
-// the same name gets a new uid).
+// the same name gets a new uid). A derived event shares its change's resourceVersion, so
+// each derived event name of an object has a history of its own (Derived), apart from the
+// object's changes.
 type ObjectKey struct {
 	Cluster  string
 	Group    string
 	Resource string
 	UID      string
+	// Derived is the derived event's name for a derived event's history; "" for the
+	// object's own changes.
+	Derived string
 }
 
-// KeyOf returns the ObjectKey of the object an event is about.
+// KeyOf returns the ObjectKey of the object an event is about (and of its derived event's
+// name, for a derived event).
 func KeyOf(e Event) ObjectKey {
-	return ObjectKey{Cluster: e.Cluster, Group: e.Group, Resource: e.Resource, UID: e.UID}
+	return ObjectKey{Cluster: e.Cluster, Group: e.Group, Resource: e.Resource, UID: e.UID, Derived: e.Derived}
 }
 
 // String returns the key as one JetStream key-value key (tokens of letters, digits and
 // "-_=", joined by dots; see event.KeyToken), so that a Store can write it to a KV bucket or
-// a file as it is: <cluster>.<group>.<resource>.<uid>, the core group written "=".
+// a file as it is: <cluster>.<group>.<resource>.<uid>, the core group written "=", followed
+// for a derived event by a fifth token, its name.
 func (k ObjectKey) String() string {
-	return strings.Join([]string{event.KeyToken(k.Cluster), event.KeyToken(k.Group),
-		event.KeyToken(k.Resource), event.KeyToken(k.UID)}, ".")
+	toks := []string{event.KeyToken(k.Cluster), event.KeyToken(k.Group),
+		event.KeyToken(k.Resource), event.KeyToken(k.UID)}
+	if k.Derived != "" {
+		toks = append(toks, event.KeyToken(k.Derived))
+	}
+	return strings.Join(toks, ".")
 }
 
 // TrackedState is what a Tracker keeps of one object: the resourceVersion of the last change

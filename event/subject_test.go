@@ -359,7 +359,9 @@ func TestDerivedHeadersRoundTripAndNameTheirChange(t *testing.T) {
 		name   string
 		mutate func(h map[string][]string)
 	}{
-		{"derived-from of another change", func(h map[string][]string) { h[HeaderDerivedFrom] = []string{ID("prod", "", "pods", "u1", "43", Modified)} }},
+		{"derived-from of another change", func(h map[string][]string) {
+			h[HeaderDerivedFrom] = []string{ID("prod", "", "pods", "u1", "43", Modified)}
+		}},
 		{"derived-from missing", func(h map[string][]string) { delete(h, HeaderDerivedFrom) }},
 		{"id of another name", func(h map[string][]string) { h[HeaderCEType] = []string{CETypeDerivedPrefix + "unready"} }},
 		{"bad name", func(h map[string][]string) { h[HeaderCEType] = []string{CETypeDerivedPrefix + "Ready"} }},

@@ -26,6 +26,10 @@
 //	    sensitive: ["spec.token"]                 # redacted like Secret values
 //	    stripManagedFields: true                  # default true
 //	    stripLastApplied: true                    # default true
+//	    derived:                                  # named events derived from changes (not in defaults)
+//	      - name: ready                           # DNS label, at most 63 bytes, not a type
+//	        condition: 'object.status.?conditions.orValue([]).exists(c, c.type == "Ready" && c.status == "True")'
+//	        fields: [status.conditions]           # optional projection of its body
 //	  - resource: secrets
 //	    redactSecrets: false                      # explicit opt-in to publish Secret values
 //
@@ -121,6 +125,17 @@
 // a missing field is an evaluation error, so guard with has(), the ?
 // operator or oldObject == null. Evaluation is cost-limited (celCostLimit)
 // and interrupted when Decide's context ends.
+//
+// # Derived events
+//
+// Derive decides which derived events a change fires. A condition that does not mention
+// oldObject is a state condition: it fires when it holds for the change's object and is not in
+// the held set the caller passes (the conditions that held for the previous state, which the
+// relay keeps in its object index), and Derivation.Held returns the new set. A condition that
+// mentions oldObject is a transition condition: it fires whenever it holds. Conditions compile
+// through the same function as when (compileWhen), with the same environment and cost limit.
+// An evaluation error leaves the condition as it was (neither fires nor changes the held set).
+// DerivedBody projects a derived event's body when it lists fields.
 //
 // # Payloads
 //

@@ -161,11 +161,34 @@ func (in *intake) derivedPublished(ctx context.Context, dm event.Meta) bool {
 	if err != nil || !ok {
 		return false
 	}
-	last, err := event.MetaFromHeader(h)
-	if err != nil || last.UID != dm.UID || last.History != dm.History {
-		return false
-	}
-	return last.ResourceVersion == dm.ResourceVersion || rvLess(dm.ResourceVersion, last.ResourceVersion)
+	return covered(h, dm)
 }
 
+// covered reports whether the stream's last message h on one of the object's subjects shows
+// that the change dm was handled already: the same change (uid and resourceVersion), or a
+// later change of the same name (any uid: the object may have been deleted and re-created),
+// in the same history epoch. The changes of one name are published one at a time, every step
+// of one before the next, so a later change in the stream means this one was done.
+func covered(h nats.Header, dm event.Meta) bool {
+	last, err := event.MetaFromHeader(h)
+	if err != nil || last.History != dm.History {
+		return false
+	}
+	return last.ResourceVersion == dm.ResourceVersion && last.UID == dm.UID || rvLess(dm.ResourceVersion, last.ResourceVersion)
+}
 
+// deleteReplayed reports whether the stream shows that the delete meta, of an object the index
+// does not hold, was handled already: its last ordinary event is this delete or a later
+// change of the name. Then the index entry is gone because the delete removed it, and the
+// state conditions that held before it are unknown: its derived events, if any, were
+// published with it. Without a PublishedLog, or when the stream cannot be read, it reports
+// false.
+func (in *intake) deleteReplayed(ctx context.Context, meta event.Meta) bool {
+	if in.src.published == nil {
+		return false
+	}
+	f := event.Filter{Prefix: in.src.cfg.Prefix, Cluster: meta.Cluster, Group: meta.Group,
+		Version: meta.Version, Resource: meta.Resource, Namespace: meta.Namespace, ClusterScoped: meta.Namespace == "", Name: meta.Name}
+	h, ok, err := in.lookup(ctx, f.String(), metaKey(meta))
+	return err == nil && ok && covered(h, meta)
+}

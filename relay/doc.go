@@ -19,13 +19,20 @@
 //     resourceVersions a restored cluster hands out again get ids of their own.
 //   - With a PublishedLog (SourceDeps.Published), a delete whose index record a crash lost is not
 //     inferred and published again by the relist.
+//   - With DerivingRules, a change's derived events are published after its own event (also
+//     when that is filtered) and before its index record, in the same per-object order. The
+//     index record keeps which state conditions held, so a condition fires once per rise
+//     across restarts, relists (origin relist) and failovers; a change that only makes one
+//     rise or fall writes its index record. With a PublishedLog, a derived event a crash
+//     left without its index record is not published again past the duplicate window.
 //   - Changes of one object are published one at a time, in resourceVersion order; a failed
 //     publish is retried, and nothing of that object overtakes it.
 //   - Each event has a deterministic message id (event.Meta.ID), so JetStream's duplicate
 //     window drops a replay; the object index drops replays older than that window.
 //   - Watch intake never blocks on NATS beyond a bounded buffer: when the buffer stays full,
 //     the watch is released and resumed later from the last resourceVersion read.
-//   - Per object the source keeps an index entry (uid and resourceVersion), and the shaped
+//   - Per object the source keeps an index entry (uid, resourceVersion, the state conditions
+//     held), and the shaped
 //     object only when its Rules need the previous state (Rules.NeedsOld).
 //   - With a Budget (SourceDeps.Budget), what the sources hold of objects between reading and ack
 //     (list pages, buffered changes, publishes in flight) stays within its bytes, but for
@@ -41,5 +48,6 @@
 // is known); a replayed delete older than the duplicate window after the index entry is gone
 // (see docs/guarantees.md). The package reads no environment and imports neither the
 // checkpoint nor the filter package: cmd/relay wires them in through the interfaces declared
-// here (Publisher, Checkpointer, ObjectIndex, StateMirror, Rules, NamespaceRules, Observer).
+// here (Publisher, Checkpointer, ObjectIndex, StateMirror, Rules, DerivingRules,
+// NamespaceRules, Observer).
 package relay

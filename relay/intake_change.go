@@ -96,6 +96,10 @@ func (in *intake) offerMarked(ctx context.Context, obj object, t event.Type, ori
 	}
 	prev, _ := in.index.get(key)
 	fired, heldBefore, held := in.derive(c, key, meta.UID, prev, indexed)
+	if len(fired) > 0 && t == event.Deleted && !indexed && in.deleteReplayed(ctx, meta) {
+		// A replay of a delete handled before a crash: what it derived is published.
+		fired = nil
+	}
 	if !v.Publish {
 		in.src.note(filteredNote(v.Reason))
 		in.log.Debug().Str("type", string(t)).Str("key", key).Str("rv", meta.ResourceVersion).Str("reason", string(v.Reason)).Msg("change filtered")

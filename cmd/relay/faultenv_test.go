@@ -161,7 +161,8 @@ func (f *faultEnv) check(msgs []received, final map[string]contract.Object, trut
 	f.t.Helper()
 	relaytest.Report(f.t, "envelope", contract.Envelope(msgs, "kube"))
 	relaytest.Report(f.t, "1 no duplicate ids", contract.NoDuplicateIDs(msgs))
-	relaytest.Report(f.t, "2 per-uid order", contract.PerUIDOrder(msgs))
+	relaytest.Report(f.t, "2 per-uid order", contract.PerUIDOrder(contract.Ordinary(msgs)))
+	relaytest.Report(f.t, "derived events", contract.Derived(msgs))
 	if truth != nil {
 		relaytest.Report(f.t, "3 nothing missing", contract.NothingMissing(msgs, truth))
 	}

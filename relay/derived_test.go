@@ -1,0 +1,88 @@
+package relay
+
+import (
+	"testing"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/kube-nats-relay/kube-nats-relay/event"
+)
+
+// publishesInOrder acks the pipeline's next publishes, requiring their subjects to be want.
+func (r *pipelineRun) publishesInOrder(t *testing.T, want ...string) {
+	t.Helper()
+	for _, w := range want {
+		f := r.next(t)
+		if f.msg.Subject != w {
+			t.Fatalf("publish: got %s, want %s", f.msg.Subject, w)
+		}
+		if r.ck.last() != "" {
+			t.Fatalf("checkpoint %q before every step was acked", r.ck.last())
+		}
+		f.ack()
+	}
+}
+
+func TestPipelinePublishesDerivedEventsBetweenTheEventAndTheIndexRecord(t *testing.T) {
+	r := startPipeline(t, 10)
+	it := change("a", "a1", "1")
+	it.derived = []*nats.Msg{{Subject: "a1.derived.ready"}, {Subject: "a1.derived.other"}}
+	it.index = &nats.Msg{Subject: "idx.a1"}
+	next := change("a", "a2", "2")
+	r.p.in <- it
+	r.p.in <- next
+	r.publishesInOrder(t, "a1", "a1.derived.ready", "a1.derived.other", "idx.a1")
+	waitCheckpoint(t, r.ck, "1")
+	if f := r.next(t); f.msg.Subject != "a2" {
+		t.Fatalf("then: got %s, want a2", f.msg.Subject)
+	}
+}
+
+func TestPipelinePublishesTheDerivedEventsOfAFilteredChange(t *testing.T) {
+	r := startPipeline(t, 10)
+	it := &item{key: "a", rv: "1", derived: []*nats.Msg{{Subject: "a1.derived.ready"}}, index: &nats.Msg{Subject: "idx.a1"}}
+	if got := it.currentStep(); got != StepDerived {
+		t.Fatalf("first step of a filtered change: got %q, want %q", got, StepDerived)
+	}
+	r.p.in <- it
+	r.publishesInOrder(t, "a1.derived.ready", "idx.a1")
+	waitCheckpoint(t, r.ck, "1")
+}
+
+func TestPipelineSendsADerivedEventRefusedAsTooLargeAsItsReference(t *testing.T) {
+	r, refusals := startRefusingPipeline(t, 10)
+	it := change("a", "a1", "1")
+	body := &nats.Msg{Subject: "a1.derived.ready", Header: nats.Header{}, Data: []byte(`{"big":true}`)}
+	it.derived = []*nats.Msg{body, {Subject: "a1.derived.other"}}
+	it.index = &nats.Msg{Subject: "idx.a1"}
+	r.p.in <- it
+	r.publishesInOrder(t, "a1")
+	r.next(t).fail(apiError(jetstream.JSErrCodeStreamMessageExceedsMaximum, "message size exceeds maximum allowed"))
+	if got := nextRefusal(t, refusals); got != (refusedStep{subject: "a1.derived.ready", step: StepDerived, why: RefusedTooLarge, reference: true}) {
+		t.Fatalf("refusal: got %+v, want the derived event sent again as its reference", got)
+	}
+	ref := r.next(t)
+	if ref.msg.Subject != "a1.derived.ready" || len(ref.msg.Data) != 0 || ref.msg.Header.Get(event.HeaderBodyOmitted) != event.BodyOmittedStreamLimit {
+		t.Fatalf("reference: got %s with %d bytes and body-omitted %q", ref.msg.Subject, len(ref.msg.Data), ref.msg.Header.Get(event.HeaderBodyOmitted))
+	}
+	ref.ack()
+	r.publishesInOrder(t, "a1.derived.other", "idx.a1")
+	waitCheckpoint(t, r.ck, "1")
+}
+
+func TestPipelineGivesUpARefusedDerivedEventAndStillWritesTheIndexRecord(t *testing.T) {
+	r, refusals := startRefusingPipeline(t, 10)
+	it := change("a", "a1", "1")
+	it.derived = []*nats.Msg{{Subject: "a1.derived.ready"}, {Subject: "a1.derived.other"}}
+	it.index = &nats.Msg{Subject: "idx.a1"}
+	r.p.in <- it
+	r.publishesInOrder(t, "a1")
+	// Too large without a body: nothing to reduce.
+	r.next(t).fail(apiError(jetstream.JSErrCodeStreamMessageExceedsMaximum, "message size exceeds maximum allowed"))
+	if got := nextRefusal(t, refusals); got != (refusedStep{subject: "a1.derived.ready", step: StepDerived, why: RefusedTooLarge}) {
+		t.Fatalf("refusal: got %+v, want the derived event given up", got)
+	}
+	r.publishesInOrder(t, "a1.derived.other", "idx.a1")
+	waitCheckpoint(t, r.ck, "1")
+}
