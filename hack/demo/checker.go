@@ -58,7 +58,6 @@ func newChecker(events <-chan received, relayExited <-chan struct{}, full bool) 
 		full:        full,
 		counts:      make(map[event.Type]int),
 		used:        make(map[string]bool),
-		lastChange:  make(map[string]string),
 	}
 }
 
@@ -139,13 +138,8 @@ func (c *checker) take(r received) {
 		// A derived event: what the change means, by the library's rules.
 		c.derived++
 		typ, described = "derived", m.Derived
-		if from := r.header.Get(event.HeaderDerivedFrom); from != c.lastChange[m.UID] {
-			c.problem("derived %s of %s: from change %s, but the object's latest change is %q",
-				m.Derived, object(m.Namespace, m.Name), from, c.lastChange[m.UID])
-		}
 	} else {
 		c.counts[m.Type]++
-		c.lastChange[m.UID] = m.ID()
 	}
 
 	when := "-"
@@ -243,14 +237,9 @@ func (c *checker) err() error {
 	problems = append(problems, contract.Envelope(c.msgs, prefix)...)
 	problems = append(problems, contract.NoDuplicateIDs(c.msgs)...)
 	// A derived event carries the resourceVersion of its change: the order per object is
-	// that of the changes.
-	var changes []contract.Message
-	for _, m := range c.msgs {
-		if m.Meta.Derived == "" {
-			changes = append(changes, m)
-		}
-	}
-	problems = append(problems, contract.PerUIDOrder(changes)...)
+	// that of the changes, and each derived event follows its change.
+	problems = append(problems, contract.PerUIDOrder(contract.Ordinary(c.msgs))...)
+	problems = append(problems, contract.Derived(c.msgs)...)
 	if len(problems) == 0 {
 		return nil
 	}

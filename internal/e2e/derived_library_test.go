@@ -26,6 +26,8 @@ const (
 	// limited to one namespace: one per namespaced resource (pods, deployments, jobs,
 	// claims), one per cluster-scoped one (nodes, namespaces).
 	librarySources = 6
+	// subjectPrefix is the relay's default subject prefix, which the test keeps.
+	subjectPrefix = "kube"
 )
 
 // TestDerivedLibraryFollowsControllers runs the relay with the shipped library of derived
@@ -115,8 +117,7 @@ func TestDerivedLibraryFollowsControllers(t *testing.T) {
 		return matchOracle(ctx, t, oracle, events)
 	})
 	events := rec.Events()
-	checkDerivedPlacement(t, events)
-	checkOrdinaryOrder(t, events)
+	checkContract(t, events)
 
 	// Every Pod of Deployment web became ready once.
 	web := 0
@@ -267,48 +268,23 @@ func matchOracle(ctx context.Context, t *testing.T, oracle *derivedtest.Oracle, 
 	return len(diffs) == 0, strings.Join(diffs, "; ")
 }
 
-// checkDerivedPlacement requires every derived event to follow the event of the change it
-// derives from, before any later change of the same object, with the id, subject and
-// CloudEvents type the contract gives it.
-func checkDerivedPlacement(t *testing.T, events []relaytest.Event) {
+// checkContract checks every event against the contract: the envelope (subject, id, body
+// identity), unique ids, the per-object order of the ordinary events (a derived event carries
+// its change's resourceVersion), and each derived event after the change it derives from and
+// before the object's next change, once per change and name.
+func checkContract(t *testing.T, events []relaytest.Event) {
 	t.Helper()
-	lastChange := make(map[string]string) // uid -> id of the object's latest change so far
-	for _, e := range events {
-		if e.Derived == "" {
-			lastChange[e.UID] = e.ID()
-			continue
-		}
-		from := e.Header.Get(event.HeaderDerivedFrom)
-		if from != lastChange[e.UID] {
-			t.Errorf("seq %d: derived %s of %s/%s from %s, but the object's latest change in the stream is %q",
-				e.Seq, e.Derived, e.Resource, e.Name, from, lastChange[e.UID])
-		}
-		if got, want := e.Header.Get(event.HeaderCEID), event.DerivedID(from, e.Derived); got != want {
-			t.Errorf("seq %d: derived %s: id %s, want %s", e.Seq, e.Derived, got, want)
-		}
-		if got, want := e.Header.Get(event.HeaderCEType), event.CETypeDerivedPrefix+e.Derived; got != want {
-			t.Errorf("seq %d: ce-type %s, want %s", e.Seq, got, want)
-		}
-		if suffix := "." + event.DerivedToken + "." + e.Derived; !strings.HasSuffix(e.Subject, suffix) {
-			t.Errorf("seq %d: subject %s does not end in %s", e.Seq, e.Subject, suffix)
+	msgs := make([]contract.Message, len(events))
+	for i, e := range events {
+		msgs[i] = contract.Message{Seq: e.Seq, Subject: e.Subject, Header: e.Header, Meta: e.Meta}
+		if err := e.Decode(&msgs[i].Body); err != nil {
+			t.Fatalf("%s: body: %v", e.Subject, err)
 		}
 	}
-}
-
-// checkOrdinaryOrder checks the per-object promises on the ordinary events (a derived event
-// carries its change's resourceVersion) and unique ids on all.
-func checkOrdinaryOrder(t *testing.T, events []relaytest.Event) {
-	t.Helper()
-	var all, ordinary []contract.Message
-	for _, e := range events {
-		m := contract.Message{Seq: e.Seq, Subject: e.Subject, Header: e.Header, Meta: e.Meta}
-		all = append(all, m)
-		if e.Derived == "" {
-			ordinary = append(ordinary, m)
-		}
-	}
-	relaytest.Report(t, "no duplicate ids", contract.NoDuplicateIDs(all))
-	relaytest.Report(t, "per-uid order", contract.PerUIDOrder(ordinary))
+	relaytest.Report(t, "envelope", contract.Envelope(msgs, subjectPrefix))
+	relaytest.Report(t, "no duplicate ids", contract.NoDuplicateIDs(msgs))
+	relaytest.Report(t, "per-uid order", contract.PerUIDOrder(contract.Ordinary(msgs)))
+	relaytest.Report(t, "derived events", contract.Derived(msgs))
 }
 
 // checkProjection requires the body of derived event name of resource/name to hold the
