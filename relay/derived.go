@@ -177,13 +177,14 @@ func covered(h nats.Header, dm event.Meta) bool {
 	return last.ResourceVersion == dm.ResourceVersion && last.UID == dm.UID || rvLess(dm.ResourceVersion, last.ResourceVersion)
 }
 
-// deleteReplayed reports whether the stream shows that the delete meta, of an object the index
-// does not hold, was handled already: its last ordinary event is this delete or a later
-// change of the name. Then the index entry is gone because the delete removed it, and the
-// state conditions that held before it are unknown: its derived events, if any, were
-// published with it. Without a PublishedLog, or when the stream cannot be read, it reports
-// false.
-func (in *intake) deleteReplayed(ctx context.Context, meta event.Meta) bool {
+// changeReplayed reports whether the stream shows that the change meta, of an object whose uid
+// the index does not hold, was handled already: the stream's last ordinary event of the name
+// is this change or a later one (see covered). That happens after a crash: a replayed delete
+// whose index entry the delete removed, or a replayed change of an object deleted and
+// re-created since (the index holds the new uid). Which state conditions held before it is
+// then unknown, and what it derived was published with it. Without a PublishedLog, or when
+// the stream cannot be read, it reports false.
+func (in *intake) changeReplayed(ctx context.Context, meta event.Meta) bool {
 	if in.src.published == nil {
 		return false
 	}

@@ -86,3 +86,32 @@ func TestPipelineGivesUpARefusedDerivedEventAndStillWritesTheIndexRecord(t *test
 	r.publishesInOrder(t, "a1.derived.other", "idx.a1")
 	waitCheckpoint(t, r.ck, "1")
 }
+
+func TestCoveredTellsAHandledChangeFromANewOne(t *testing.T) {
+	ours := event.Meta{Cluster: "c", Version: "v1", Resource: "pods", Kind: "Pod", Namespace: "ns", Name: "p",
+		UID: "u1", ResourceVersion: "20", Type: event.Modified, Origin: event.Live, Derived: "ready"}
+	at := func(uid, rv string, history uint64) event.Meta {
+		m := ours
+		m.UID, m.ResourceVersion, m.History = uid, rv, history
+		return m
+	}
+	tests := []struct {
+		name string
+		last event.Meta
+		want bool
+	}{
+		{"the same change", at("u1", "20", 0), true},
+		{"a later change of the object", at("u1", "25", 0), true},
+		{"a later change of a re-created object", at("u2", "30", 0), true},
+		{"an earlier change of the object", at("u1", "10", 0), false},
+		{"another object at the same resourceVersion", at("u2", "20", 0), false},
+		{"a change of another history epoch", at("u1", "25", 1), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := covered(tt.last.Header(), ours); got != tt.want {
+				t.Errorf("covered: got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

@@ -96,8 +96,9 @@ func (in *intake) offerMarked(ctx context.Context, obj object, t event.Type, ori
 	}
 	prev, _ := in.index.get(key)
 	fired, heldBefore, held := in.derive(c, key, meta.UID, prev, indexed)
-	if len(fired) > 0 && t == event.Deleted && !indexed && in.deleteReplayed(ctx, meta) {
-		// A replay of a delete handled before a crash: what it derived is published.
+	if len(fired) > 0 && (!indexed || prev.UID != meta.UID) && in.changeReplayed(ctx, meta) {
+		// A replay of a change handled before a crash, whose object the index no longer
+		// holds: what it derived is published.
 		fired = nil
 	}
 	if !v.Publish {

@@ -253,6 +253,7 @@ func parseTail(args []string, natsURL string, now time.Time, stderr io.Writer) (
 	fs.StringVar(&o.filter.Namespace, "namespace", "", "only this namespace")
 	fs.StringVar(&o.filter.Name, "name", "", "only objects of this name")
 	fs.StringVar(&typ, "type", "", "only this event type: added, modified or deleted")
+	fs.StringVar(&o.filter.Derived, "derived", "", "derived events instead of ordinary ones: this name, or * for every derived event")
 	fs.StringVar(&since, "since", "", "start with events stored this long ago (10m) or since this RFC 3339 time")
 	fs.BoolVar(&all, "all", false, "start with the first event in the stream (default: from now)")
 	fs.BoolVar(&o.json, "json", false, "print one JSON object per event, body included")
@@ -313,6 +314,12 @@ func parseTail(args []string, natsURL string, now time.Time, stderr io.Writer) (
 			ps.add("--type", typ, "want added, modified or deleted")
 		}
 		o.filter.Type = t
+	}
+
+	if d := o.filter.Derived; d != "" && d != event.AllDerived {
+		if err := event.ValidateDerivedName(d); err != nil {
+			ps.add("--derived", d, "want the name of a derived event of the rules file, or *")
+		}
 	}
 
 	if o.count < 0 {
@@ -398,6 +405,7 @@ type tailRecord struct {
 	ID                string          `json:"id"`
 	Time              *time.Time      `json:"time,omitempty"`
 	Type              event.Type      `json:"type"`
+	Derived           string          `json:"derived,omitempty"`
 	Origin            event.Origin    `json:"origin"`
 	Cluster           string          `json:"cluster"`
 	Group             string          `json:"group"`
@@ -464,6 +472,9 @@ func (p tailPrinter) line(e consumer.Event) string {
 	if e.LeftSelection {
 		line += "  (left the selection)"
 	}
+	if e.Derived != "" {
+		line += "  (derived " + e.Derived + ")"
+	}
 	return line
 }
 
@@ -490,7 +501,7 @@ func (p tailPrinter) columns(ts, typ, cluster, resource, object, rv, origin stri
 func record(e consumer.Event) tailRecord {
 	r := tailRecord{
 		Subject: e.Subject(e.Prefix).String(), Sequence: e.Sequence, ID: e.ID(),
-		Type: e.Type, Origin: e.Origin, Cluster: e.Cluster, Group: e.Group, Version: e.Version,
+		Type: e.Type, Derived: e.Derived, Origin: e.Origin, Cluster: e.Cluster, Group: e.Group, Version: e.Version,
 		Resource: e.Resource, Kind: e.Kind, Namespace: e.Namespace, Name: e.Name, UID: e.UID,
 		ResourceVersion: e.ResourceVersion, BodyOmitted: e.BodyOmitted,
 		FinalStateUnknown: e.FinalStateUnknown, LeftSelection: e.LeftSelection, Object: e.Object,

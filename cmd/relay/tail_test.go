@@ -73,6 +73,14 @@ func TestParseTail(t *testing.T) {
 			server: tailDefaultServer, subject: "kube.*.*.*.*.*.*.*", deliver: jetstream.DeliverAllPolicy, json: true,
 		},
 		{
+			name: "one derived event", args: []string{"--resource", "pods", "--derived", "ready"},
+			server: tailDefaultServer, subject: "kube.*.core.*.pods.*.*.*.derived.ready", deliver: jetstream.DeliverNewPolicy,
+		},
+		{
+			name: "every derived event", args: []string{"--derived", "*"},
+			server: tailDefaultServer, subject: "kube.*.*.*.*.*.*.*.derived.*", deliver: jetstream.DeliverNewPolicy,
+		},
+		{
 			name: "since a duration", args: []string{"--since", "90m"},
 			server: tailDefaultServer, subject: "kube.*.*.*.*.*.*.*", deliver: jetstream.DeliverByStartTimePolicy, start: at("2026-11-30T10:30:00Z"),
 		},
@@ -105,6 +113,7 @@ func TestParseTailRejects(t *testing.T) {
 		vars []string // the Var of every problem, in order
 	}{
 		{name: "unknown type", args: []string{"--type", "created"}, vars: []string{"--type"}},
+		{name: "bad derived name", args: []string{"--derived", "Ready"}, vars: []string{"--derived"}},
 		{name: "since not a time", args: []string{"--since", "yesterday"}, vars: []string{"--since"}},
 		{name: "since not positive", args: []string{"--since", "-5m"}, vars: []string{"--since"}},
 		{name: "all and since", args: []string{"--all", "--since", "5m"}, vars: []string{"--since"}},
