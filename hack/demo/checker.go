@@ -39,12 +39,16 @@ type checker struct {
 	pending []want
 	// used holds, per object (uid), the type and phase that already fulfilled a want, so that
 	// one event of one Pod never counts for two of a step's generated-name wants.
-	used     map[string]bool
-	total    int
-	other    int // events no step asked for
-	counts   map[event.Type]int
-	msgs     []contract.Message // every valid event, for the contract checks
-	problems []string
+	used    map[string]bool
+	total   int
+	other   int // events no step asked for
+	counts  map[event.Type]int
+	derived int // derived events, counted apart from counts
+	// lastChange holds, per object (uid), the id of its latest ordinary event: a derived
+	// event must come from it, after it and before the object's next change.
+	lastChange map[string]string
+	msgs       []contract.Message // every valid event, for the contract checks
+	problems   []string
 }
 
 func newChecker(events <-chan received, relayExited <-chan struct{}, full bool) *checker {
@@ -80,7 +84,11 @@ func (c *checker) expect(ctx context.Context, wants []want, timeout time.Duratio
 				if w.prefix {
 					name += "*"
 				}
-				missing[i] = fmt.Sprintf("%s %s %s", w.typ, w.resource, object(w.namespace, name))
+				typ := string(w.typ)
+				if w.derived != "" {
+					typ = "derived " + w.derived + " of"
+				}
+				missing[i] = fmt.Sprintf("%s %s %s", typ, w.resource, object(w.namespace, name))
 				if w.phase != "" {
 					missing[i] += " (" + string(w.phase) + ")"
 				}
@@ -122,10 +130,17 @@ func (c *checker) take(r received) {
 	c.msgs = append(c.msgs, msg)
 	m := msg.Meta
 	c.total++
-	c.counts[m.Type]++
 	st := stateOf(r.data)
 	matched := c.match(m, st.Status.Phase)
 	c.check(r, m)
+	typ, described := string(m.Type), st.describe(m.Resource)
+	if m.Derived != "" {
+		// A derived event: what the change means, by the library's rules.
+		c.derived++
+		typ, described = "derived", m.Derived
+	} else {
+		c.counts[m.Type]++
+	}
 
 	when := "-"
 	if !m.Time.IsZero() {
@@ -139,8 +154,8 @@ func (c *checker) take(r received) {
 	if matched {
 		mark = "*"
 	}
-	line := fmt.Sprintf("  %s %-12s  %-8s  %-16s  %-25s  %-5s  %-7s  %s", mark, when, m.Type, resource,
-		object(m.Namespace, m.Name), m.ResourceVersion, m.Origin, st.describe(m.Resource))
+	line := fmt.Sprintf("  %s %-12s  %-8s  %-16s  %-25s  %-5s  %-7s  %s", mark, when, typ, resource,
+		object(m.Namespace, m.Name), m.ResourceVersion, m.Origin, described)
 	fmt.Println(strings.TrimRight(line, " "))
 	if c.full {
 		printMessage(r)
@@ -151,9 +166,14 @@ func (c *checker) take(r received) {
 // none.
 func (c *checker) match(m event.Meta, phase corev1.PodPhase) bool {
 	key := m.UID + "/" + string(m.Type) + "/" + string(phase)
+	if m.Derived != "" {
+		// A derived event may come again for a later change (a second rollout-complete).
+		key += "/" + m.Derived + "/" + m.ResourceVersion
+	}
 	i := slices.IndexFunc(c.pending, func(w want) bool {
 		nameOK := w.name == m.Name || w.prefix && strings.HasPrefix(m.Name, w.name)
-		return w.typ == m.Type && w.resource == m.Resource && w.namespace == m.Namespace && nameOK &&
+		typeOK := w.derived == m.Derived && (w.derived != "" || w.typ == m.Type)
+		return typeOK && w.resource == m.Resource && w.namespace == m.Namespace && nameOK &&
 			(w.phase == "" || w.phase == phase) && !c.used[key]
 	})
 	if i < 0 {
@@ -216,7 +236,10 @@ func (c *checker) err() error {
 	problems := slices.Clone(c.problems)
 	problems = append(problems, contract.Envelope(c.msgs, prefix)...)
 	problems = append(problems, contract.NoDuplicateIDs(c.msgs)...)
-	problems = append(problems, contract.PerUIDOrder(c.msgs)...)
+	// A derived event carries the resourceVersion of its change: the order per object is
+	// that of the changes, and each derived event follows its change.
+	problems = append(problems, contract.PerUIDOrder(contract.Ordinary(c.msgs))...)
+	problems = append(problems, contract.Derived(c.msgs)...)
 	if len(problems) == 0 {
 		return nil
 	}
@@ -229,13 +252,15 @@ func (c *checker) summary() {
 	for _, t := range []event.Type{event.Added, event.Modified, event.Deleted} {
 		parts = append(parts, fmt.Sprintf("%s %d", t, c.counts[t]))
 	}
+	parts = append(parts, fmt.Sprintf("derived %d", c.derived))
 	fmt.Printf("summary: %d events received (%s)", c.total, strings.Join(parts, ", "))
 	if c.other > 0 {
 		fmt.Printf(", %d of them follow-ups no step asked for", c.other)
 	}
 	fmt.Println()
 	fmt.Println("         every change arrived once, in resourceVersion order per object, with headers")
-	fmt.Println("         that agree with its subject, id and body, and no managedFields in the body")
+	fmt.Println("         that agree with its subject, id and body, and no managedFields in the body;")
+	fmt.Println("         every derived event the steps expect arrived once, after the change it derives from")
 }
 
 // printMessage prints a message in full: subject, headers sorted by name, indented body.

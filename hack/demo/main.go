@@ -129,18 +129,24 @@ func run(ctx context.Context, full bool) (err error) {
 	defer cl.Stop() // a no-op when stopped below
 	say("node %s Ready and schedulable (%s)", strings.Join(cl.Nodes(), ", "), since(start))
 
+	rules, ruled, err := writeRules(dir)
+	if err != nil {
+		return err
+	}
 	port, err := freePort()
 	if err != nil {
 		return err
 	}
 	natsAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	say("starting the relay with its embedded nats-server on %s; relay log: %s", natsAddr, logFile.Name())
+	say("rules: the derived events of %s for %s", libraryFile, strings.Join(ruled, ", "))
 	start = time.Now()
 	r, err := startRelay(relayBin, logFile, []string{
 		"KUBECONFIG=" + cp.KubeconfigPath(),
 		"RELAY_NATS_LISTEN=" + natsAddr,
 		"RELAY_NATS_DATA_DIR=" + filepath.Join(dir, "nats"),
 		"RELAY_RESOURCES=" + resources,
+		"RELAY_RULES_FILE=" + rules,
 		"RELAY_CLUSTER=" + cluster,
 		"RELAY_SUBJECT_PREFIX=" + prefix,
 		"RELAY_STREAM=" + stream,

@@ -24,7 +24,8 @@ type step struct {
 // the change; empty for a delete, whose resourceVersion the client never sees, and for the
 // changes controllers make. When prefix is set, name is the start of a generated name (the
 // ReplicaSet's and Pods' of a Deployment). phase, when set, is the Pod phase the event's body
-// must show.
+// must show. derived, when set, names the derived event (of the library's rules) wanted
+// instead of an ordinary one; typ is then ignored.
 type want struct {
 	typ       event.Type
 	resource  string
@@ -33,19 +34,26 @@ type want struct {
 	rv        string
 	prefix    bool
 	phase     corev1.PodPhase
+	derived   string
 }
 
 // podStarts returns the events of n new Pods of Deployment web: created Pending by the
-// ReplicaSet controller, then reported Running by kwok once the scheduler bound them.
+// ReplicaSet controller, then reported Running and Ready by kwok once the scheduler bound
+// them (derived event ready).
 func podStarts(n int) []want {
 	var ws []want
 	for range n {
 		ws = append(ws,
 			want{typ: event.Added, resource: "pods", namespace: namespace, name: "web-", prefix: true, phase: corev1.PodPending},
-			want{typ: event.Modified, resource: "pods", namespace: namespace, name: "web-", prefix: true, phase: corev1.PodRunning})
+			want{typ: event.Modified, resource: "pods", namespace: namespace, name: "web-", prefix: true, phase: corev1.PodRunning},
+			want{derived: "ready", resource: "pods", namespace: namespace, name: "web-", prefix: true, phase: corev1.PodRunning})
 	}
 	return ws
 }
+
+// rolloutComplete is the derived event of Deployment web once every replica is updated and
+// available.
+var rolloutComplete = want{derived: "rollout-complete", resource: "deployments", namespace: namespace, name: "web"}
 
 // newStory returns the demo's changes: a namespace; a Deployment created and scaled, which the
 // controllers, the scheduler and kwok turn into a ReplicaSet and Running Pods; a ConfigMap
@@ -71,8 +79,9 @@ func newStory(cs kubernetes.Interface) []step {
 		{
 			title: "create Deployment web (1 replica, image nginx)",
 			note: "the deployment controller creates a ReplicaSet, the ReplicaSet controller a Pod (Pending);\n" +
-				"   the scheduler binds it to the node and kwok, playing kubelet, reports it Running.\n" +
-				"   Status updates of the Deployment and the ReplicaSet follow",
+				"   the scheduler binds it to the node and kwok, playing kubelet, reports it Running and Ready.\n" +
+				"   Status updates of the Deployment and the ReplicaSet follow; derived events say what they mean:\n" +
+				"   the Pod ready, the Deployment's rollout complete",
 			do: func(ctx context.Context) ([]want, error) {
 				d := &appsv1.Deployment{
 					ObjectMeta: metav1.ObjectMeta{Name: "web", Labels: labels},
@@ -92,12 +101,13 @@ func newStory(cs kubernetes.Interface) []step {
 				return append([]want{
 					{typ: event.Added, resource: "deployments", namespace: namespace, name: "web", rv: d.ResourceVersion},
 					{typ: event.Added, resource: "replicasets", namespace: namespace, name: "web-", prefix: true},
+					rolloutComplete,
 				}, podStarts(1)...), nil
 			},
 		},
 		{
 			title: "scale Deployment web to 3 replicas (update spec.replicas)",
-			note:  "two more Pods, each Pending, then Running",
+			note:  "two more Pods, each Pending, then Running and ready; the rollout completes again",
 			do: func(ctx context.Context) ([]want, error) {
 				d, err := deployments.Get(ctx, "web", metav1.GetOptions{})
 				if err != nil {
@@ -109,6 +119,7 @@ func newStory(cs kubernetes.Interface) []step {
 				}
 				return append([]want{
 					{typ: event.Modified, resource: "deployments", namespace: namespace, name: "web", rv: d.ResourceVersion},
+					rolloutComplete,
 				}, podStarts(2)...), nil
 			},
 		},
@@ -142,7 +153,7 @@ func newStory(cs kubernetes.Interface) []step {
 		},
 		{
 			title: "delete namespace " + namespace,
-			note: "the namespace turns Terminating; the namespace controller deletes everything in it,\n" +
+			note: "the namespace turns Terminating (derived event terminating); the namespace controller deletes everything in it,\n" +
 				"   kwok removes the Pods once they are marked for deletion, and the namespace goes last",
 			do: func(ctx context.Context) ([]want, error) {
 				// Every object of a relayed resource in the namespace must come back DELETED.
@@ -153,7 +164,9 @@ func newStory(cs kubernetes.Interface) []step {
 				if err := cs.CoreV1().Namespaces().Delete(ctx, namespace, metav1.DeleteOptions{}); err != nil {
 					return nil, err
 				}
-				return append(wants, want{typ: event.Deleted, resource: "namespaces", name: namespace}), nil
+				return append(wants,
+					want{derived: "terminating", resource: "namespaces", name: namespace},
+					want{typ: event.Deleted, resource: "namespaces", name: namespace}), nil
 			},
 		},
 	}
