@@ -91,9 +91,8 @@
 // A partitioned group lets several replicas of a service share the objects out while each
 // object's events stay in order. EnsurePartitioned creates a stream that sources the relay's
 // stream (or an aggregate) through a subject transform writing partition(N) of the
-// namespace and name tokens in front of each subject, so every event of an object (and any
-// longer subject of it, such as the derived events planned for the relay) lands in one
-// partition; and one durable consumer per partition with
+// namespace and name tokens in front of each subject, so every event of an object, derived
+// events included, lands in one partition; and one durable consumer per partition with
 // MaxAckPending 1 and the server's prioritized priority policy. JoinPartitioned makes the
 // caller a member (AsMember): it pulls every partition, at priority 0 for its own and lower
 // for the others, so the server hands each partition to its first-choice member while that

@@ -70,8 +70,8 @@ type PartitionConfig struct {
 	// needs StartSequence or ReplayAll, so that no call re-creates a deleted group with a
 	// replay of the whole history by mistake.
 	ReplayAll bool
-	// Filters, when set, make the group take only the events they select, and any longer
-	// subject of their objects (the derived events planned for the relay); none means every event of Source. Each must select whole
+	// Filters, when set, make the group take only the events they select, of their
+	// objects' derived events too; none means every event of Source. Each must select whole
 	// objects (no Name, no Type), and no two may overlap (the server refuses them). An object
 	// of a filter that sets the namespace is partitioned by name. They cannot change once the
 	// group exists.
@@ -149,7 +149,7 @@ func validateStreamName(name string) error {
 
 // transform returns the subject transform of the group's source: every event subject
 // <prefix>.<cluster>.<group>.<version>.<resource>.<namespace>.<name>.<rest> (<rest> being the
-// type, or any longer tail: the derived events planned for the relay) becomes <partition>.<the same subject>, the partition being
+// type, or derived.<event-name>) becomes <partition>.<the same subject>, the partition being
 // the server's hash of the namespace and name tokens (the fifth and sixth wildcards).
 func (c PartitionConfig) transform() jetstream.SubjectTransformConfig {
 	p := c.prefix()
@@ -216,7 +216,7 @@ func partitionConsumerName(p int) string { return "partition-" + strconv.Itoa(p)
 //
 // The group's stream sources cfg.Source through a subject transform that puts the partition
 // of each event's object in front of its subject: partition(Partitions) over the namespace
-// and name tokens, so every event of an object (and any longer subject of it) lands in one
+// and name tokens, so every event of an object, its derived events included, lands in one
 // partition; objects of one namespace and name in different resources or clusters share one.
 // Each partition has a durable consumer that delivers one event at a time (MaxAckPending 1)
 // and takes pull requests by priority (the server's prioritized priority policy, which needs

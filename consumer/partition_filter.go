@@ -56,8 +56,7 @@ func (c PartitionConfig) transforms() []jetstream.SubjectTransformConfig {
 }
 
 // filterTransform returns the transform of one filter: its subject with the type token
-// widened to ">" (so that longer subjects of the object, such as the derived events planned for the
-// relay, come too) as the source, and the
+// widened to ">" (so that derived events, one token longer, come too) as the source, and the
 // same subject, each wildcard written back, behind the partition of the namespace and name
 // wildcards (those of them the filter leaves open: a filter of one namespace partitions by
 // name) as the destination.
