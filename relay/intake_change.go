@@ -96,9 +96,13 @@ func (in *intake) offerMarked(ctx context.Context, obj object, t event.Type, ori
 	}
 	prev, _ := in.index.get(key)
 	fired, heldBefore, held := in.derive(c, key, meta.UID, prev, indexed)
-	if len(fired) > 0 && (!indexed || prev.UID != meta.UID) && in.changeReplayed(ctx, meta) {
+	if len(fired) > 0 && t != event.Added && (!indexed || prev.UID != meta.UID) && in.changeReplayed(ctx, meta) {
 		// A replay of a change handled before a crash, whose object the index no longer
-		// holds: what it derived is published.
+		// holds: what it derived is published. Not for an added: no state condition held
+		// before it, so it fires what it fired the first time, and derivedMessages leaves
+		// out each one the stream holds. Its own event in the stream does not say that its
+		// derived events are: a relay killed (or a leader that died) between the two
+		// leaves the event without them and without the index record.
 		fired = nil
 	}
 	if !v.Publish {

@@ -1,0 +1,100 @@
+package relay
+
+import (
+	"context"
+	"testing"
+
+	"github.com/nats-io/nats.go"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/kube-nats-relay/kube-nats-relay/event"
+)
+
+// alwaysReady is a DerivingRules with one state condition, ready, that holds for every
+// object: it fires on a change whose object it did not hold for before.
+type alwaysReady struct{ defaultRules }
+
+func (alwaysReady) Derive(_ Change, held []string) Derivation {
+	d := Derivation{Held: []string{"ready"}}
+	if len(held) == 0 {
+		d.Fired = []DerivedEvent{{Name: "ready"}}
+	}
+	return d
+}
+
+// streamLast is a PublishedLog holding the last message of each subject it is asked about
+// (a subject it does not hold has none).
+type streamLast map[string]event.Meta
+
+func (s streamLast) LastHeader(_ context.Context, subject string) (nats.Header, bool, error) {
+	m, ok := s[subject]
+	if !ok {
+		return nil, false, nil
+	}
+	return m.Header(), true, nil
+}
+
+// derivedNames returns the derived event names of the messages of it.
+func derivedNames(t *testing.T, it *item) []string {
+	t.Helper()
+	var names []string
+	for _, msg := range it.derived {
+		m, err := event.MetaFromHeader(msg.Header)
+		if err != nil {
+			t.Fatalf("derived event on %s: %v", msg.Subject, err)
+		}
+		names = append(names, m.Derived)
+	}
+	return names
+}
+
+// TestIntakeReplaysTheDerivedEventsOfAnAddedWhoseOwnEventAloneWasPublished is the failover
+// (or kill) that falls between an added's own event and its derived events: the stream holds
+// the event, neither its derived events nor its index record were written, and the replay
+// from the checkpoint must publish the derived events, once.
+func TestIntakeReplaysTheDerivedEventsOfAnAddedWhoseOwnEventAloneWasPublished(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		derived bool // the stream holds the added's derived event too
+		want    int
+	}{
+		{"the derived event is missing from the stream", false, 1},
+		{"the derived event is in the stream", true, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			// A re-created object: the index still holds the uid deleted before it.
+			ti := newTestIntake(t, &scriptedReader{list: noList(t)}, withRules(alwaysReady{}),
+				withIndexed(map[string]entry{"ns/a": {UID: "uid-0", ResourceVersion: "5", Held: "ready"}}))
+			obj := cm("ns", "a", "uid-1", "12")
+			own := ti.in.src.meta(obj, event.Added, event.Live)
+			ready := own
+			ready.Derived = "ready"
+			other := ready
+			other.Name, other.UID = "b", "uid-b"
+			log := streamLast{
+				"kube.c.core.v1.configmaps.ns.a.*":               own,
+				"kube.c.core.v1.configmaps.*.*.*.derived.*":      other,
+				"kube.c.core.v1.configmaps.ns.a.*.derived.ready": ready,
+			}
+			if !tt.derived {
+				older := ready
+				older.UID, older.ResourceVersion = "uid-0", "4"
+				log["kube.c.core.v1.configmaps.ns.a.*.derived.ready"] = older
+			}
+			ti.in.src.published = log
+			if err := ti.in.change(t.Context(), object{Unstructured: obj}, watch.Added); err != nil {
+				t.Fatalf("change: %v", err)
+			}
+			it := ti.next(t)
+			if got := describeItem(t, it); got != "added ns/a uid-1@12 live ckpt 12" {
+				t.Fatalf("queued %q, want the added", got)
+			}
+			if got := derivedNames(t, it); len(got) != tt.want {
+				t.Errorf("derived events queued: got %q, want %d ready", got, tt.want)
+			}
+			if e, _ := ti.in.index.get("ns/a"); e.UID != "uid-1" || e.Held != "ready" {
+				t.Errorf("index: got %+v, want uid-1 holding ready", e)
+			}
+		})
+	}
+}
