@@ -146,6 +146,16 @@ func installWidgetCRD(t *testing.T, dyn dynamic.Interface) {
 // keeps any field, and waits until the resource is served.
 func installCRD(t *testing.T, dyn dynamic.Interface, gvr schema.GroupVersionResource, kind string) {
 	t.Helper()
+	installCRDWithSchema(t, dyn, gvr, kind, map[string]any{
+		"type":                                 "object",
+		"x-kubernetes-preserve-unknown-fields": true,
+	})
+}
+
+// installCRDWithSchema installs a namespaced CRD serving gvr with objects of kind and the
+// given openAPIV3Schema, and waits until the resource is served.
+func installCRDWithSchema(t *testing.T, dyn dynamic.Interface, gvr schema.GroupVersionResource, kind string, openAPIV3Schema map[string]any) {
+	t.Helper()
 	ctx := context.Background()
 	crdGVR := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 	crd := &unstructured.Unstructured{Object: map[string]any{
@@ -161,10 +171,7 @@ func installCRD(t *testing.T, dyn dynamic.Interface, gvr schema.GroupVersionReso
 			},
 			"versions": []any{map[string]any{
 				"name": gvr.Version, "served": true, "storage": true,
-				"schema": map[string]any{"openAPIV3Schema": map[string]any{
-					"type":                                 "object",
-					"x-kubernetes-preserve-unknown-fields": true,
-				}},
+				"schema": map[string]any{"openAPIV3Schema": openAPIV3Schema},
 			}},
 		},
 	}}

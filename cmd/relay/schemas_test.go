@@ -26,44 +26,20 @@ var gizmoGVR = schema.GroupVersionResource{Group: "schema.example.com", Version:
 func installGizmoCRD(t *testing.T, dyn dynamic.Interface) {
 	t.Helper()
 	ctx := context.Background()
-	crdGVR := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
-	crd := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "apiextensions.k8s.io/v1",
-		"kind":       "CustomResourceDefinition",
-		"metadata":   map[string]any{"name": gizmoGVR.Resource + "." + gizmoGVR.Group},
-		"spec": map[string]any{
-			"group": gizmoGVR.Group,
-			"scope": "Namespaced",
-			"names": map[string]any{"plural": "gizmos", "singular": "gizmo", "kind": "Gizmo", "listKind": "GizmoList"},
-			"versions": []any{map[string]any{
-				"name": gizmoGVR.Version, "served": true, "storage": true,
-				"schema": map[string]any{"openAPIV3Schema": map[string]any{
-					"type": "object",
-					"properties": map[string]any{
-						"spec": map[string]any{
-							"type": "object",
-							"properties": map[string]any{
-								"size":  map[string]any{"type": "integer"},
-								"color": map[string]any{"type": "string"},
-							},
-						},
-					},
-				}},
-			}},
+	installCRDWithSchema(t, dyn, gizmoGVR, "Gizmo", map[string]any{
+		"type": "object",
+		"properties": map[string]any{
+			"spec": map[string]any{
+				"type": "object",
+				"properties": map[string]any{
+					"size":  map[string]any{"type": "integer"},
+					"color": map[string]any{"type": "string"},
+				},
+			},
 		},
-	}}
-	if _, err := dyn.Resource(crdGVR).Create(ctx, crd, metav1.CreateOptions{}); err != nil && !strings.Contains(err.Error(), "already exists") {
-		t.Fatalf("create CRD: %v", err)
-	}
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, err := dyn.Resource(gizmoGVR).Namespace("default").List(ctx, metav1.ListOptions{})
-		return err == nil, nil
 	})
-	if err != nil {
-		t.Fatalf("CRD %s never served: %v", gizmoGVR, err)
-	}
 	// The apiserver lists a CRD's OpenAPI v3 document a moment after serving it.
-	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		data, err := kubeClient(t).RESTClient().Get().AbsPath("/openapi/v3").DoRaw(ctx)
 		return err == nil && strings.Contains(string(data), `"apis/schema.example.com/v1"`), nil
 	})
