@@ -28,18 +28,28 @@ type IndexConfig struct {
 }
 
 // Index is the durable per-object index: for every object a source published, the uid and
-// resourceVersion of the last published change. Keys are <source>.<namespace>.<name>, the
-// source key with its dots replaced by '/', so that one source's keys never match another's
-// filter, namespace and name written with event.NamespaceKeyToken and event.KeyToken. Values
-// are "<uid> <resourceVersion>" when the key decodes back to the object and no state
-// condition of a derived event holds; otherwise the JSON object {"uid", "resourceVersion",
-// "object" (base64 of "namespace/name", when namespace or name is too long and the key is in
-// the hashed form, so that Load still returns the exact object), "held" (the names of the
-// derived events whose state condition held at the recorded change)}. A value written before
-// derived events existed loads as none held.
+// resourceVersion of the last published change. Per source it is a journal (see Journal): a
+// snapshot written as chunks and named by a head, then segments, each one value holding the
+// records of many objects, read in order, last write wins. A record is an object key and a
+// value. Keys are namespace and name written with event.NamespaceKeyToken and
+// event.KeyToken. Values are "<uid> <resourceVersion>" when the key decodes back to the object
+// and no state condition of a derived event holds; otherwise the JSON object {"uid",
+// "resourceVersion", "object" (base64 of "namespace/name", when namespace or name is too long
+// and the key is in the hashed form, so that Load still returns the exact object), "held" (the
+// names of the derived events whose state condition held at the recorded change)}; an empty
+// value removes the object. A value written before derived events existed loads as none held.
+//
+// Releases before the journal kept one bucket key per object, <source>.<namespace>.<name> (the
+// source key with its dots replaced by '/'), with the same values. Load reads those keys too,
+// writes them into a snapshot and removes them (see Load).
 type Index struct {
-	kv     jetstream.KeyValue
-	prefix string // subject prefix of a write of the bucket's keys (kvPutPrefix)
+	js       jetstream.JetStream
+	kv       jetstream.KeyValue
+	prefix   string // subject prefix of a write of the bucket's keys (kvPutPrefix)
+	maxSeg   int    // bytes of a segment's value
+	maxChunk int    // bytes of a snapshot chunk's value
+	// hook, set by tests, is called before each step of a snapshot; an error cuts it short.
+	hook func(step string) error
 }
 
 // OpenIndex returns the index over the bucket, creating it when missing.
@@ -48,41 +58,78 @@ func OpenIndex(ctx context.Context, js jetstream.JetStream, cfg IndexConfig) (*I
 	if err != nil {
 		return nil, err
 	}
-	return &Index{kv: kv, prefix: prefix}, nil
-}
-
-// Load calls fn for every object recorded under source.
-// held names the state conditions of derived events that held at the object's last recorded
-// change (nil when none).
-func (ix *Index) Load(ctx context.Context, source string, fn func(object, uid, rv string, held []string)) error {
-	w, err := ix.kv.WatchFiltered(ctx, []string{sourceToken(source) + ".>"}, jetstream.IgnoreDeletes())
-	if err != nil {
-		return fmt.Errorf("load index of %s: %w", source, err)
+	ix := &Index{js: js, kv: kv, prefix: prefix, maxSeg: segmentMaxBytes, maxChunk: chunkMaxBytes}
+	limit := int64(0)
+	if nc := js.Conn(); nc != nil {
+		limit = nc.MaxPayload()
 	}
-	defer w.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case e, ok := <-w.Updates():
-			if !ok {
-				return fmt.Errorf("load index of %s: watcher closed", source)
-			}
-			if e == nil {
-				return nil // every current value delivered
-			}
-			object, ent, err := decodeEntry(strings.TrimPrefix(e.Key(), sourceToken(source)+"."), e.Value())
-			if err != nil {
-				return fmt.Errorf("load index of %s: key %q: %w", source, e.Key(), err)
-			}
-			fn(object, ent.UID, ent.ResourceVersion, ent.Held)
+	if status, err := kv.Status(ctx); err == nil {
+		if s, ok := status.(*jetstream.KeyValueBucketStatus); ok && s.StreamInfo().Config.MaxMsgSize > 0 {
+			limit = min(limit, int64(s.StreamInfo().Config.MaxMsgSize))
 		}
 	}
+	if limit > 2*valueHeadroom {
+		ix.maxSeg = min(ix.maxSeg, int(limit)-valueHeadroom)
+		ix.maxChunk = min(ix.maxChunk, int(limit)-valueHeadroom)
+	}
+	return ix, nil
 }
 
-// Record returns the message that records object's last published change (uid at rv, with
-// the derived events' state conditions that held, held), or removes the object when uid is
-// empty. The caller publishes it to JetStream like an event, after the event's own ack.
+// Load calls fn for every object recorded under source, and returns the journal that records
+// the source's changes from now on. held names the state conditions of derived events that
+// held at the object's last recorded change (nil when none).
+//
+// Keys of an older relay (one per object) are read too: when they are newer than every head
+// and segment (an older relay ran after this one), they are applied over the journal; older
+// ones were already written into a snapshot. Either way Load then writes the result as a new
+// snapshot and removes them. A crash at any step leaves a bucket that loads the same.
+func (ix *Index) Load(ctx context.Context, source string, fn func(object, uid, rv string, held []string)) (*Journal, error) {
+	tok, legacyTok := journalToken(source), sourceToken(source)
+	st, err := readJournal(ctx, ix.kv, tok, legacyTok)
+	if err != nil {
+		return nil, fmt.Errorf("load index of %s: %w", source, err)
+	}
+	last := st.last()
+	objects, written, err := st.fold(last)
+	if err != nil {
+		return nil, fmt.Errorf("load index of %s: %w", source, err)
+	}
+	j := &Journal{js: ix.js, kv: ix.kv, prefix: ix.prefix, recPrefix: ix.prefix + legacyTok + ".", tok: tok,
+		maxSeg: ix.maxSeg, maxChunk: ix.maxChunk, hook: ix.hook,
+		next: last + 1, open: map[uint64]bool{}, gen: st.head.Generation, through: st.head.Through,
+		objects: len(objects), written: written, compactC: make(chan struct{}, 1)}
+	if len(st.legacy) > 0 {
+		var subjects []string
+		for _, e := range st.legacy {
+			subjects = append(subjects, j.recPrefix+e.key)
+			if e.revision <= st.rev {
+				continue // in a snapshot already
+			}
+			objects[e.key] = e.value
+		}
+		// The legacy keys go into a snapshot through every segment, and only then away.
+		if err := j.snapshot(ctx, st, last, objects, subjects); err != nil {
+			return nil, fmt.Errorf("load index of %s: move per-object keys into a snapshot: %w", source, err)
+		}
+		j.written = 0
+	}
+	for k, v := range objects {
+		object, ent, err := decodeEntry(k, []byte(v))
+		if err != nil {
+			return nil, fmt.Errorf("load index of %s: key %q: %w", source, k, err)
+		}
+		fn(object, ent.UID, ent.ResourceVersion, ent.Held)
+	}
+	if j.written > max(j.objects, compactMinRecords) {
+		j.compactC <- struct{}{}
+	}
+	return j, nil
+}
+
+// Record returns the record of object's last published change (uid at rv, with the derived
+// events' state conditions that held, held), or of its removal when uid is empty, for the
+// source's Journal (Write), after the event's own ack. As a message it is also the per-object
+// key of releases before the journal (which Load reads and moves into a snapshot).
 func (ix *Index) Record(source, object, uid, rv string, held []string) *nats.Msg {
 	key := objectKey(object)
 	subject := ix.prefix + sourceToken(source) + "." + key

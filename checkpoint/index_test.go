@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/kube-nats-relay/kube-nats-relay/event"
@@ -51,11 +49,10 @@ func TestIndexKeepsUnusualObjectsExact(t *testing.T) {
 	objects := []string{"ns/ lead", "ns/trail ", "ns/a\nb", "ns/日本", "ns/.", "ns/*", "ns/>", "_/x", "x",
 		"ns/" + strings.Repeat("n", 4100), "ns/" + strings.Repeat("n", 4100) + "2", "ns/" + strings.Repeat("é", 20000)}
 	want := map[string]string{}
+	j := openJournal(ctx, t, ix, src)
 	for i, o := range objects {
 		rv := fmt.Sprint(10 + i)
-		if _, err := js.PublishMsg(ctx, ix.Record(src, o, "u", rv, nil)); err != nil {
-			t.Fatalf("record %.40q: %v", o, err)
-		}
+		write(t, j, ix.Record(src, o, "u", rv, nil))
 		want[o] = "u " + rv
 	}
 	got := load(ctx, t, ix, src)
@@ -69,9 +66,7 @@ func TestIndexKeepsUnusualObjectsExact(t *testing.T) {
 	}
 	// Removing a hashed key removes exactly that object.
 	long := "ns/" + strings.Repeat("n", 4100)
-	if _, err := js.PublishMsg(ctx, ix.Record(src, long, "", "", nil)); err != nil {
-		t.Fatal(err)
-	}
+	write(t, j, ix.Record(src, long, "", "", nil))
 	if g := load(ctx, t, ix, src); len(g) != len(want)-1 || g[long] != "" || g[long+"2"] == "" {
 		t.Errorf("after removing the long name: got %d objects, want %d without it", len(g), len(want)-1)
 	}
@@ -104,11 +99,13 @@ func TestIndexRecordLoadAndRemove(t *testing.T) {
 	if err != nil {
 		t.Fatalf("open: %v", err)
 	}
+	journals := map[string]*Journal{}
 	publish := func(source, object, uid, rv string) {
 		t.Helper()
-		if _, err := js.PublishMsg(ctx, ix.Record(source, object, uid, rv, nil)); err != nil {
-			t.Fatalf("record %s %s: %v", source, object, err)
+		if journals[source] == nil {
+			journals[source] = openJournal(ctx, t, ix, source)
 		}
+		write(t, journals[source], ix.Record(source, object, uid, rv, nil))
 	}
 	src := "prod.core.configmaps._all"
 	other := "prod.core.configmaps._all.sel-abc" // shares src's text as a prefix
@@ -156,7 +153,7 @@ func TestIndexRejectsBucketWithoutTTL(t *testing.T) {
 func load(ctx context.Context, t *testing.T, ix *Index, source string) map[string]string {
 	t.Helper()
 	got := map[string]string{}
-	if err := ix.Load(ctx, source, func(object, uid, rv string, held []string) {
+	if _, err := ix.Load(ctx, source, func(object, uid, rv string, held []string) {
 		got[object] = strings.TrimSpace(uid + " " + rv + " " + strings.Join(held, ","))
 	}); err != nil {
 		t.Fatalf("load %s: %v", source, err)
@@ -171,15 +168,9 @@ func TestIndexLoadsHeldConditionsAndOldValuesAsNoneHeld(t *testing.T) {
 		t.Fatal(err)
 	}
 	const src = "pods.v1"
-	for _, m := range []*nats.Msg{
-		ix.Record(src, "default/old", "u1", "10", nil),
-		ix.Record(src, "default/ready", "u2", "11", []string{"ready", "scheduled"}),
-	} {
-		if _, err := js.PublishMsg(ctx, m); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// A value as written before derived events existed.
+	write(t, openJournal(ctx, t, ix, src), ix.Record(src, "default/old", "u1", "10", nil),
+		ix.Record(src, "default/ready", "u2", "11", []string{"ready", "scheduled"}))
+	// A value as written before derived events existed (and before the journal).
 	old := ix.Record(src, "default/legacy", "u3", "12", nil)
 	if string(old.Data) != "u3 12" {
 		t.Fatalf("value without held conditions: got %q, want the old form %q", old.Data, "u3 12")

@@ -111,13 +111,24 @@ func wellFormedRV(rv string) bool {
 // object (namespace/name): it keeps replays out after restarts and is what a relist is diffed
 // against.
 type ObjectIndex interface {
-	// Load calls fn for every object recorded under source; held names the derived events'
-	// state conditions that held at the recorded change (nil when none).
-	Load(ctx context.Context, source string, fn func(object, uid, rv string, held []string)) error
-	// Record returns the message recording object's change (uid at rv, with the state
-	// conditions held), or its removal when uid is empty; the pipeline publishes it after the
-	// event's and the derived events' acks.
+	// Load calls fn for every object recorded under source (held names the derived events'
+	// state conditions that held at the recorded change, nil when none) and returns the
+	// journal that makes the source's records durable from then on.
+	Load(ctx context.Context, source string, fn func(object, uid, rv string, held []string)) (IndexJournal, error)
+	// Record returns the record of object's change (uid at rv, with the state conditions
+	// held), or of its removal when uid is empty; the pipeline hands it to the journal after
+	// the event's and the derived events' acks.
 	Record(source, object, uid, rv string, held []string) *nats.Msg
+}
+
+// IndexJournal makes a source's index records durable, many objects' records together.
+type IndexJournal interface {
+	// Write makes rec durable and calls done once: nil when it is, the error otherwise (the
+	// pipeline then writes it again, like a failed publish). done may run on another
+	// goroutine, or before Write returns.
+	Write(rec *nats.Msg, done func(error))
+	// Run does the journal's upkeep (compaction) until ctx ends.
+	Run(ctx context.Context) error
 }
 
 func objectKey(obj *unstructured.Unstructured) string {

@@ -107,6 +107,9 @@ type pipeline struct {
 	obs Observer
 	// budget gets back each item's charge when the item is retired (or given up at exit).
 	budget *Budget
+	// journal, when set, takes the index records (the index step) instead of pub: it writes
+	// the records of many objects as one message.
+	journal IndexJournal
 	// clock times progress, failures and retry backoffs (tests step a fake one).
 	clock clock.WithDelayedExecution
 
@@ -214,6 +217,10 @@ func (p *pipeline) run(ctx context.Context, stop <-chan struct{}) error {
 		inflight++
 		it.sent = p.clock.Now()
 		msg := it.current()
+		if p.journal != nil && it.currentStep() == StepIndex {
+			p.journal.Write(msg, func(err error) { results <- result{it: it, err: err} })
+			return
+		}
 		if !fitsControlLine(msg) {
 			// The server would close the connection: never send it.
 			results <- result{it: it, err: fmt.Errorf("%w: %d bytes", errSubjectTooLong, len(msg.Subject))}

@@ -62,6 +62,8 @@ type Source struct {
 	pub    Publisher
 	ckpt   Checkpointer
 	objIdx ObjectIndex
+	// journal writes the index records; set by load (nil without a durable index).
+	journal IndexJournal
 	mirror StateMirror
 	obs    Observer
 	key    string
@@ -255,6 +257,7 @@ func (s *Source) Run(ctx context.Context) error {
 	p.obs = s.obs
 	p.onRefused, p.denials = s.onRefused(log), s.denials
 	p.budget = s.budget
+	p.journal = s.journal
 	s.pipe.Store(p)
 	in := &intake{src: s, out: p.in, index: s.index, log: log, cp: cp}
 
@@ -290,6 +293,9 @@ func (s *Source) Run(ctx context.Context) error {
 		close(pipelineDone)
 		return nil
 	})
+	if s.journal != nil {
+		g.Go(func() error { return s.journal.Run(srcCtx) })
+	}
 	g.Go(func() error {
 		cp.run(srcCtx, context.WithoutCancel(ctx), pipelineDone, finalSave, fail, log)
 		return nil
@@ -337,12 +343,13 @@ func (s *Source) loadOnce(ctx context.Context, log zerolog.Logger) (string, erro
 	if s.objIdx != nil {
 		start := time.Now()
 		loaded := newIndex()
-		if err := s.objIdx.Load(ctx, s.key, func(object, uid, rv string, held []string) {
+		j, err := s.objIdx.Load(ctx, s.key, func(object, uid, rv string, held []string) {
 			loaded.put(object, entry{UID: uid, ResourceVersion: rv, Held: strings.Join(held, heldSeparator)})
-		}); err != nil {
+		})
+		if err != nil {
 			return "", fmt.Errorf("load object index %q: %w", s.key, err)
 		}
-		s.index = loaded
+		s.index, s.journal = loaded, j
 		log.Info().Int("objects", s.index.len()).Stringer("took", time.Since(start).Round(time.Millisecond)).Msg("object index loaded")
 	}
 	return rv, nil

@@ -102,7 +102,7 @@ func (e *Env) buildEngine(ctx context.Context, n names, namespace string) (*engi
 		CheckpointInterval: engineCheckpointInterval,
 		MaxPayload:         int(nc.MaxPayload()),
 		ShutdownTimeout:    engineShutdownTimeout,
-	}, relay.SourceDeps{Readers: raw, Publisher: js, Checkpointer: store, Index: idx})
+	}, relay.SourceDeps{Readers: raw, Publisher: js, Checkpointer: store, Index: objectIndex{idx}})
 	if err != nil {
 		return fail(err)
 	}
@@ -143,4 +143,17 @@ func (en *engine) failed() error {
 	default:
 		return nil
 	}
+}
+
+// objectIndex is the checkpoint package's index as the relay engine declares it (as cmd/relay
+// wires it).
+type objectIndex struct{ *checkpoint.Index }
+
+// Load loads source's index and returns its journal.
+func (ix objectIndex) Load(ctx context.Context, source string, fn func(object, uid, rv string, held []string)) (relay.IndexJournal, error) {
+	j, err := ix.Index.Load(ctx, source, fn)
+	if err != nil {
+		return nil, err
+	}
+	return j, nil
 }

@@ -1,0 +1,315 @@
+package checkpoint
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+)
+
+const (
+	// segmentMaxBytes bounds a segment's value: large enough that a segment carries hundreds
+	// of records (one JetStream write instead of one per record), far below nats-server's
+	// default max_payload (1 MiB), so that a segment is never refused as too large. A record
+	// larger than that (an object name of many kilobytes) goes alone in its segment.
+	segmentMaxBytes = 64 << 10
+	// chunkMaxBytes bounds a snapshot chunk's value, for the same reasons; chunks are written
+	// rarely, so a larger value costs nothing per change.
+	chunkMaxBytes = 256 << 10
+	// valueHeadroom is left below a bucket's max value size and the server's max payload for
+	// the headers JetStream counts with the value.
+	valueHeadroom = 1 << 10
+	// compactMinRecords is the fewest records written since the last snapshot that start a
+	// compaction (with a smaller index, more records than objects): below it, reading the
+	// segments at start costs less than writing snapshots often.
+	compactMinRecords = 4096
+)
+
+// Journal writes one source's index records, many objects' records together as one value of
+// the index bucket (a segment), and compacts the segments into a snapshot from time to time.
+// Write is asynchronous: a record is durable when its done func is called with nil. One
+// segment is in flight at a time; records written meanwhile wait and go out together when it is
+// answered (group commit), so a busy source writes few large segments and a quiet one writes
+// each record after one round trip.
+type Journal struct {
+	js     jetstream.JetStream
+	kv     jetstream.KeyValue
+	prefix string // subject prefix of the bucket's keys
+	// recPrefix is the subject prefix of the source's records made by Index.Record.
+	recPrefix string
+	tok       string // the journal's first key token (journalToken)
+	maxSeg    int    // bytes of a segment's value
+	maxChunk  int    // bytes of a snapshot chunk's value
+	hook      func(step string) error
+
+	mu      sync.Mutex
+	queue   []pendingRecord
+	next    uint64          // number of the next segment
+	sending bool            // a segment is in flight
+	open    map[uint64]bool // segments sent and not answered
+	// gen and through name the last snapshot: its generation and the last segment in it.
+	gen, through uint64
+	// objects is how many objects the index held at the last load or snapshot; written counts
+	// the records of acknowledged segments after through.
+	objects, written int
+	compactC         chan struct{}
+}
+
+// pendingRecord is a record waiting for its segment: key and value as in the per-object form
+// (value "" removes), and who to tell once its segment is answered.
+type pendingRecord struct {
+	key, value string
+	done       func(error)
+}
+
+// segment is a group of records written as one value.
+type segment struct {
+	n       uint64
+	records []pendingRecord
+}
+
+// Write makes rec (a message made by Index.Record for this journal's source) durable together
+// with the records written around it, and calls done once: with nil when the segment holding
+// it is acknowledged, with the error otherwise (the caller writes it again, later records of
+// the object only after that). done may be called before Write returns.
+func (j *Journal) Write(rec *nats.Msg, done func(error)) {
+	key, ok := strings.CutPrefix(rec.Subject, j.recPrefix)
+	if !ok || key == "" {
+		done(fmt.Errorf("index record on %q is not one of source %s", rec.Subject, j.tok))
+		return
+	}
+	value := string(rec.Data)
+	if rec.Header.Get("KV-Operation") == "PURGE" {
+		value = ""
+	} else if value == "" {
+		done(fmt.Errorf("index record of %q has no value", key))
+		return
+	}
+	j.mu.Lock()
+	j.queue = append(j.queue, pendingRecord{key: key, value: value, done: done})
+	var seg *segment
+	if !j.sending {
+		seg = j.takeLocked()
+	}
+	j.mu.Unlock()
+	if seg != nil {
+		j.send(seg)
+	}
+}
+
+// takeLocked takes the records of the next segment from the queue: at least one, then as
+// many as fit maxSeg.
+func (j *Journal) takeLocked() *segment {
+	size, n := 2, 0
+	for n < len(j.queue) {
+		r := j.queue[n]
+		size += len(r.key) + len(r.value) + 8 // quotes, commas, escapes of a few bytes
+		if n > 0 && size > j.maxSeg {
+			break
+		}
+		n++
+	}
+	seg := &segment{n: j.next, records: j.queue[:n:n]}
+	j.queue = j.queue[n:]
+	if len(j.queue) == 0 {
+		j.queue = nil
+	}
+	j.next++
+	j.sending = true
+	j.open[seg.n] = true
+	return seg
+}
+
+// send publishes seg and answers it when the server does.
+func (j *Journal) send(seg *segment) {
+	flat := make([]string, 0, 2*len(seg.records))
+	for _, r := range seg.records {
+		flat = append(flat, r.key, r.value)
+	}
+	m := nats.NewMsg(j.prefix + segmentKey(j.tok, seg.n))
+	m.Data, _ = json.Marshal(flat) // strings always encode
+	fut, err := j.js.PublishMsgAsync(m)
+	if err != nil {
+		j.answer(seg, err)
+		return
+	}
+	go func() {
+		select {
+		case <-fut.Ok():
+			j.answer(seg, nil)
+		case err := <-fut.Err():
+			j.answer(seg, err)
+		}
+	}()
+}
+
+// answer reports seg's outcome to its records, sends the next segment and asks for a
+// compaction when the segments since the snapshot outgrow the index.
+func (j *Journal) answer(seg *segment, err error) {
+	j.mu.Lock()
+	delete(j.open, seg.n)
+	j.sending = false
+	if err == nil {
+		j.written += len(seg.records)
+	}
+	var next *segment
+	if len(j.queue) > 0 {
+		next = j.takeLocked()
+	}
+	compact := j.written > max(j.objects, compactMinRecords)
+	j.mu.Unlock()
+	for _, r := range seg.records {
+		r.done(err)
+	}
+	if next != nil {
+		j.send(next)
+	}
+	if compact {
+		select {
+		case j.compactC <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Run compacts the journal whenever the segments written since the last snapshot outgrow the
+// index, until ctx ends. A compaction cut short (ctx, NATS down, a crash) leaves the index as
+// it was; the next one cleans up after it.
+func (j *Journal) Run(ctx context.Context) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-j.compactC:
+			if err := j.compact(ctx); err != nil && ctx.Err() == nil {
+				zerolog.Ctx(ctx).Warn().Err(err).Str("journal", j.tok).Msg("index compaction failed, trying again after more records")
+			}
+		}
+	}
+}
+
+// compact writes a snapshot of every segment up to the last one before which every segment is
+// answered, then removes the segments and the older snapshot.
+func (j *Journal) compact(ctx context.Context) error {
+	j.mu.Lock()
+	through := j.next - 1
+	for n := range j.open {
+		through = min(through, n-1)
+	}
+	prev := j.through
+	j.mu.Unlock()
+	if through <= prev {
+		return nil
+	}
+	st, err := readJournal(ctx, j.kv, j.tok, "")
+	if err != nil {
+		return err
+	}
+	objects, folded, err := st.fold(through)
+	if err != nil {
+		return err
+	}
+	if err := j.snapshot(ctx, st, through, objects, nil); err != nil {
+		return err
+	}
+	j.mu.Lock()
+	j.written = max(j.written-folded, 0)
+	j.mu.Unlock()
+	return nil
+}
+
+// snapshot writes objects as generation st's next, through segment through, then removes the
+// older snapshot's chunks, the segments up to through and the legacy keys (full subjects).
+// Each step is safe to be cut short: a loader reads the head, which is written only after its
+// chunks, and ignores segments up to the head's through and chunks of other generations.
+func (j *Journal) snapshot(ctx context.Context, st *journalState, through uint64, objects map[string]string, legacy []string) error {
+	gen := st.head.Generation + 1
+	chunks, err := j.writeChunks(ctx, gen, objects)
+	if err != nil {
+		return err
+	}
+	if err := j.step("head"); err != nil {
+		return err
+	}
+	h, _ := json.Marshal(head{Generation: gen, Chunks: chunks, Through: through, Objects: len(objects)})
+	if _, err := j.kv.Put(ctx, headKey(j.tok), h); err != nil {
+		return fmt.Errorf("write index snapshot head %d: %w", gen, err)
+	}
+	j.mu.Lock()
+	j.gen, j.through, j.objects = gen, through, len(objects)
+	j.mu.Unlock()
+	var stale []string
+	for k := range st.chunks {
+		if g, _, _ := parseChunkKey(k); g != gen {
+			stale = append(stale, j.prefix+j.tok+"."+k)
+		}
+	}
+	for n := range st.segments {
+		if n <= through {
+			stale = append(stale, j.prefix+segmentKey(j.tok, n))
+		}
+	}
+	for _, subject := range append(stale, legacy...) {
+		if err := j.step("purge"); err != nil {
+			return err
+		}
+		if _, err := j.js.PublishMsg(ctx, purgeMsg(subject)); err != nil {
+			return fmt.Errorf("remove %s: %w", subject, err)
+		}
+	}
+	return nil
+}
+
+// writeChunks writes objects as the chunks of generation gen and returns how many.
+func (j *Journal) writeChunks(ctx context.Context, gen uint64, objects map[string]string) (int, error) {
+	var (
+		flat []string
+		size = 2
+		n    int
+	)
+	flush := func() error {
+		if err := j.step("chunk"); err != nil {
+			return err
+		}
+		b, _ := json.Marshal(flat)
+		if _, err := j.kv.Put(ctx, chunkKey(j.tok, gen, n), b); err != nil {
+			return fmt.Errorf("write index snapshot %d chunk %d: %w", gen, n, err)
+		}
+		n++
+		flat, size = flat[:0], 2
+		return nil
+	}
+	for _, k := range sortedKeys(objects) {
+		v := objects[k]
+		add := len(k) + len(v) + 8
+		if len(flat) > 0 && size+add > j.maxChunk {
+			if err := flush(); err != nil {
+				return 0, err
+			}
+		}
+		flat, size = append(flat, k, v), size+add
+	}
+	if len(flat) > 0 {
+		if err := flush(); err != nil {
+			return 0, err
+		}
+	}
+	return n, nil
+}
+
+// errStep is what a test's hook returns to cut a snapshot short, as a crash would.
+var errStep = errors.New("cut short")
+
+// step calls the test hook before a step of a snapshot (chunk, head, purge).
+func (j *Journal) step(name string) error {
+	if j.hook == nil {
+		return nil
+	}
+	return j.hook(name)
+}
