@@ -64,10 +64,10 @@ type Source struct {
 	objIdx ObjectIndex
 	// journal writes the index records; set by load (nil without a durable index).
 	journal IndexJournal
-	mirror StateMirror
-	obs    Observer
-	key    string
-	index  *index
+	mirror  StateMirror
+	obs     Observer
+	key     string
+	index   *index
 	// clock tells the time of events and times the intake's waits, the checkpoint saver's
 	// ticks and the pipeline's retries (a fake one in tests).
 	clock clock.WithTickerAndDelayedExecution
