@@ -277,3 +277,9 @@ func objectFromKey(key string) (string, error) {
 	}
 	return ns + "/" + name, nil
 }
+
+// SegmentSubjects returns the prefix of the subjects source's journal segments are written on
+// through this index, for tools and fault tests that watch or hold them back.
+func (ix *Index) SegmentSubjects(source string) string {
+	return ix.prefix + journalToken(source) + ".s."
+}

@@ -2,12 +2,10 @@ package main
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kube-nats-relay/kube-nats-relay/checkpoint"
@@ -37,27 +35,21 @@ func TestDeleteAckedButNotIndexedIsPublishedOnceAfterRelist(t *testing.T) {
 	}
 	victim := g.state()[f.name+"/victim"]
 
-	// The victim's index record: wait until it holds the victim, then drop its next write.
+	// The victim's index record: wait until the index holds the victim, then drop every
+	// segment of the journal that records it.
 	idx, err := checkpoint.OpenIndex(ctx, f.js(), checkpoint.IndexConfig{Bucket: f.vars["RELAY_INDEX_BUCKET"]})
 	if err != nil {
 		t.Fatalf("index: %v", err)
 	}
 	subject := idx.Record(f.key, f.name+"/victim", "", "", nil).Subject
-	kv, err := f.js().KeyValue(ctx, f.vars["RELAY_INDEX_BUCKET"])
-	if err != nil {
-		t.Fatalf("index bucket: %v", err)
-	}
-	key := strings.TrimPrefix(subject, "$KV."+f.vars["RELAY_INDEX_BUCKET"]+".")
+	_, objectKey, _ := strings.Cut(strings.TrimPrefix(subject, "$KV."+f.vars["RELAY_INDEX_BUCKET"]+"."), ".")
+	indexed := func() string { return indexEntry(ctx, t, idx, f.key, f.name+"/victim") }
 	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		e, err := kv.Get(ctx, key)
-		if errors.Is(err, jetstream.ErrKeyNotFound) {
-			return false, nil
-		}
-		return err == nil && string(e.Value()) == victim.UID+" "+victim.RV, err
+		return indexed() == victim.UID+" "+victim.RV, nil
 	}); err != nil {
-		t.Fatalf("index entry %s never held the victim: %v", key, err)
+		t.Fatalf("the index never held the victim: %v", err)
 	}
-	proxy.arm(subject)
+	proxy.armSegments(idx.SegmentSubjects(f.key), `"`+objectKey+`"`)
 	if err := g.delete(ctx, "victim"); err != nil {
 		t.Fatal(err)
 	}
@@ -76,8 +68,8 @@ func TestDeleteAckedButNotIndexedIsPublishedOnceAfterRelist(t *testing.T) {
 	if got := deletesOf(before, victim.UID); got != 1 {
 		t.Fatalf("deletes of the victim before the restart: got %d, want 1\n%s", got, describe(before))
 	}
-	if e, err := kv.Get(ctx, key); err != nil || string(e.Value()) != victim.UID+" "+victim.RV {
-		t.Fatalf("index entry after the kill: got %v %v, want the victim still indexed", e, err)
+	if got := indexed(); got != victim.UID+" "+victim.RV {
+		t.Fatalf("index entry after the kill: got %q, want the victim still indexed", got)
 	}
 
 	rev, err := env.Kube.ExpireHistory(ctx)
@@ -96,8 +88,7 @@ func TestDeleteAckedButNotIndexedIsPublishedOnceAfterRelist(t *testing.T) {
 		t.Errorf("the relay did not say it found the delete in the stream:\n%s", r.Output())
 	}
 	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, err := kv.Get(ctx, key)
-		return errors.Is(err, jetstream.ErrKeyNotFound), nil
+		return indexed() == "", nil
 	}); err != nil {
 		t.Errorf("the victim's index entry was not removed after the relist: %v", err)
 	}
@@ -114,4 +105,18 @@ func deletesOf(msgs []received, uid string) int {
 		}
 	}
 	return n
+}
+
+// indexEntry returns "<uid> <rv>" of object in source's durable index, "" when it has none.
+func indexEntry(ctx context.Context, t *testing.T, idx *checkpoint.Index, source, object string) string {
+	t.Helper()
+	var got string
+	if _, err := idx.Load(ctx, source, func(o, uid, rv string, _ []string) {
+		if o == object {
+			got = uid + " " + rv
+		}
+	}); err != nil {
+		t.Fatalf("load index of %s: %v", source, err)
+	}
+	return got
 }

@@ -9,6 +9,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kube-nats-relay/kube-nats-relay/checkpoint"
@@ -154,7 +155,15 @@ func TestDerivedEventAckedButNotIndexedIsNotRepeatedAfterKill(t *testing.T) {
 	}
 	src := relay.CheckpointKey(relay.SourceConfig{Cluster: name, Namespace: name, Resource: relay.Resource{
 		GroupVersionResource: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Namespaced: true}})
-	proxy.arm(idx.Record(src, key, "", "", nil).Subject)
+	// The added's record first, so that only the next change's record is held back.
+	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		return indexEntry(ctx, t, idx, src, key) != "", nil
+	}); err != nil {
+		t.Fatalf("the index never held %s: %v", key, err)
+	}
+	subject := idx.Record(src, key, "", "", nil).Subject
+	_, objectKey, _ := strings.Cut(strings.TrimPrefix(subject, "$KV."+vars["RELAY_INDEX_BUCKET"]+"."), ".")
+	proxy.armSegments(idx.SegmentSubjects(src), `"`+objectKey+`"`)
 	setCMData(t, cs, name, "web", map[string]string{"state": "ready"})
 	select {
 	case <-proxy.dropped:

@@ -20,6 +20,9 @@ type dropProxy struct {
 
 	mu      sync.Mutex
 	subject string
+	// prefix and contains, when set, drop every publish to a subject starting with prefix
+	// whose payload contains contains (an index segment holding an object's record).
+	prefix, contains string
 	// dropped receives the subject of the first publish dropped after arm.
 	dropped chan string
 }
@@ -41,9 +44,20 @@ func (p *dropProxy) arm(subject string) {
 	p.subject = subject
 }
 
-func (p *dropProxy) drops(subject string) bool {
+// armSegments makes the proxy drop every publish to a subject starting with prefix whose
+// payload contains contains, from now on.
+func (p *dropProxy) armSegments(prefix, contains string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.prefix, p.contains = prefix, contains
+}
+
+func (p *dropProxy) drops(subject string, payload []byte) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.prefix != "" && strings.HasPrefix(subject, p.prefix) && strings.Contains(string(payload), p.contains) {
+		return true
+	}
 	return p.subject != "" && subject == p.subject
 }
 
@@ -69,7 +83,7 @@ func (p *dropProxy) filter(dst io.Writer, src io.Reader) error {
 			if _, err := io.ReadFull(r, payload); err != nil {
 				return err
 			}
-			if p.drops(args[1]) {
+			if p.drops(args[1], payload) {
 				select {
 				case p.dropped <- args[1]:
 				default:
