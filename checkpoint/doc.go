@@ -9,8 +9,12 @@
 // one silently rewinding the other. A write whose
 // acknowledgement was lost and that did land is recognised and adopted.
 //
-// The object index (Index) and the state mirror (Mirror) hand out records as messages that
-// the caller publishes; their subjects are the ones nats.go's KeyValue.Put writes through the
+// The object index (Index) is a journal per source (Journal): records of many objects
+// written as one value (a segment) once the caller's events are acknowledged, compacted into
+// a snapshot of chunks named by a head; a snapshot cut short at any step loads the same.
+// Index.Record hands out a record as a message that the caller gives to the source's Journal.
+// The state mirror (Mirror) hands out records as messages that the caller publishes; their
+// subjects are the ones nats.go's KeyValue.Put writes through the
 // same JetStream context (its domain or API prefix, a mirrored bucket's origin), so that they
 // land in the bucket the context opened, also across leaf nodes.
 //
