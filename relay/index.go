@@ -12,7 +12,8 @@ import (
 )
 
 // entry is what the relay remembers of one object: enough to recognise a replay and to name
-// the object in an inferred delete, never the object itself.
+// the object in an inferred delete, never the object itself. The index stores it without
+// Held, which it keeps apart (see index).
 type entry struct {
 	UID             string
 	ResourceVersion string
@@ -22,31 +23,50 @@ type entry struct {
 }
 
 // index maps an object's namespace/name to the last change the relay took for publishing. It
-// is owned by one source; the mutex only guards reads from metrics and tests.
+// is owned by one source; the mutex only guards reads from metrics and tests. The held state
+// conditions live in a map of their own, holding only the objects for which some condition
+// holds, so that an index without derived rules pays nothing for them.
 type index struct {
 	mu      sync.Mutex
-	entries map[string]entry
+	entries map[string]indexed
+	held    map[string]string
 }
 
-func newIndex() *index { return &index{entries: make(map[string]entry)} }
+// indexed is what the index keeps per object besides its held conditions.
+type indexed struct {
+	UID             string
+	ResourceVersion string
+}
+
+func newIndex() *index { return &index{entries: make(map[string]indexed), held: make(map[string]string)} }
 
 func (ix *index) get(key string) (entry, bool) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	e, ok := ix.entries[key]
-	return e, ok
+	if !ok {
+		return entry{}, false
+	}
+	return entry{UID: e.UID, ResourceVersion: e.ResourceVersion, Held: ix.held[key]}, true
 }
 
+// put records e for key, its held conditions with it (none when e.Held is empty).
 func (ix *index) put(key string, e entry) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	ix.entries[key] = e
+	ix.entries[key] = indexed{UID: e.UID, ResourceVersion: e.ResourceVersion}
+	if e.Held != "" {
+		ix.held[key] = e.Held
+	} else if len(ix.held) > 0 {
+		delete(ix.held, key)
+	}
 }
 
 func (ix *index) remove(key string) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	delete(ix.entries, key)
+	delete(ix.held, key)
 }
 
 func (ix *index) len() int {
@@ -61,7 +81,7 @@ func (ix *index) snapshot() map[string]entry {
 	defer ix.mu.Unlock()
 	out := make(map[string]entry, len(ix.entries))
 	for k, v := range ix.entries {
-		out[k] = v
+		out[k] = entry{UID: v.UID, ResourceVersion: v.ResourceVersion, Held: ix.held[k]}
 	}
 	return out
 }

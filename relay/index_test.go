@@ -83,3 +83,28 @@ func TestIndexPutGetRemove(t *testing.T) {
 		t.Errorf("len: got index %d snapshot %d, want 1 and 2", ix.len(), len(snap))
 	}
 }
+
+func TestIndexKeepsHeldConditionsOnlyForObjectsThatHoldSome(t *testing.T) {
+	ix := newIndex()
+	ix.put("ns/a", entry{UID: "u1", ResourceVersion: "1"})
+	ix.put("ns/b", entry{UID: "u2", ResourceVersion: "2", Held: "ready"})
+	if got := len(ix.held); got != 1 {
+		t.Fatalf("held map: got %d objects, want 1 (only ns/b holds a condition)", got)
+	}
+	if e, _ := ix.get("ns/b"); e.Held != "ready" || e.UID != "u2" {
+		t.Errorf("get ns/b: got %+v, want u2 holding ready", e)
+	}
+	if e := ix.snapshot()["ns/b"]; e.Held != "ready" {
+		t.Errorf("snapshot ns/b: got %+v, want it holding ready", e)
+	}
+	// A later change that holds nothing clears it; a removal removes it.
+	ix.put("ns/b", entry{UID: "u2", ResourceVersion: "3"})
+	if e, _ := ix.get("ns/b"); e.Held != "" || len(ix.held) != 0 {
+		t.Errorf("after a change holding nothing: got %+v (held map %v), want none held", e, ix.held)
+	}
+	ix.put("ns/a", entry{UID: "u1", ResourceVersion: "4", Held: "x\x00y"})
+	ix.remove("ns/a")
+	if _, ok := ix.get("ns/a"); ok || len(ix.held) != 0 {
+		t.Errorf("after remove: got an entry or held map %v, want neither", ix.held)
+	}
+}
