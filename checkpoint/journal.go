@@ -29,6 +29,9 @@ const (
 	// compaction (with a smaller index, more records than objects): below it, reading the
 	// segments at start costs less than writing snapshots often.
 	compactMinRecords = 4096
+	// purgeWindow bounds the removals of a snapshot awaiting their acks: enough to hide the
+	// round trip, few enough to stay far below the client's limit of pending publishes.
+	purgeWindow = 64
 )
 
 // Journal writes one source's index records, many objects' records together as one value of
@@ -255,15 +258,41 @@ func (j *Journal) snapshot(ctx context.Context, st *journalState, through uint64
 			stale = append(stale, j.prefix+segmentKey(j.tok, n))
 		}
 	}
-	for _, subject := range append(stale, legacy...) {
-		if err := j.step("purge"); err != nil {
-			return err
+	return j.purge(ctx, append(stale, legacy...))
+}
+
+// purge removes the keys of subjects, purgeWindow at a time: an upgrade removes one key per
+// object, which one round trip each would make minutes for a large index.
+func (j *Journal) purge(ctx context.Context, subjects []string) error {
+	futs := make([]jetstream.PubAckFuture, 0, min(len(subjects), purgeWindow))
+	wait := func() error {
+		for _, f := range futs {
+			select {
+			case <-f.Ok():
+			case err := <-f.Err():
+				return fmt.Errorf("remove %s: %w", f.Msg().Subject, err)
+			case <-ctx.Done():
+				return ctx.Err()
+			}
 		}
-		if _, err := j.js.PublishMsg(ctx, purgeMsg(subject)); err != nil {
-			return fmt.Errorf("remove %s: %w", subject, err)
+		futs = futs[:0]
+		return nil
+	}
+	for _, subject := range subjects {
+		if err := j.step("purge"); err != nil {
+			return errors.Join(err, wait())
+		}
+		f, err := j.js.PublishMsgAsync(purgeMsg(subject))
+		if err != nil {
+			return errors.Join(fmt.Errorf("remove %s: %w", subject, err), wait())
+		}
+		if futs = append(futs, f); len(futs) == purgeWindow {
+			if err := wait(); err != nil {
+				return err
+			}
 		}
 	}
-	return nil
+	return wait()
 }
 
 // writeChunks writes objects as the chunks of generation gen and returns how many.
