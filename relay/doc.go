@@ -48,6 +48,6 @@
 // is known); a replayed delete older than the duplicate window after the index entry is gone
 // (see docs/guarantees.md). The package reads no environment and imports neither the
 // checkpoint nor the filter package: cmd/relay wires them in through the interfaces declared
-// here (Publisher, Checkpointer, ObjectIndex, StateMirror, Rules, DerivingRules,
+// here (Publisher, Checkpointer, ObjectIndex and its IndexJournal, StateMirror, Rules, DerivingRules,
 // NamespaceRules, Observer).
 package relay

@@ -38,7 +38,9 @@ type indexed struct {
 	ResourceVersion string
 }
 
-func newIndex() *index { return &index{entries: make(map[string]indexed), held: make(map[string]string)} }
+func newIndex() *index {
+	return &index{entries: make(map[string]indexed), held: make(map[string]string)}
+}
 
 func (ix *index) get(key string) (entry, bool) {
 	ix.mu.Lock()
