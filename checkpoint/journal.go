@@ -32,14 +32,19 @@ const (
 	// purgeWindow bounds the removals of a snapshot awaiting their acks: enough to hide the
 	// round trip, few enough to stay far below the client's limit of pending publishes.
 	purgeWindow = 64
+	// segmentsInFlight bounds a source's segments awaiting their acks. Records written while
+	// every one is in flight wait and go out together when one is answered (group commit):
+	// a few in flight keep a record's wait for its segment near one round trip when the
+	// server is slow; more would only make the segments smaller.
+	segmentsInFlight = 4
 )
 
 // Journal writes one source's index records, many objects' records together as one value of
 // the index bucket (a segment), and compacts the segments into a snapshot from time to time.
-// Write is asynchronous: a record is durable when its done func is called with nil. One
-// segment is in flight at a time; records written meanwhile wait and go out together when it is
-// answered (group commit), so a busy source writes few large segments and a quiet one writes
-// each record after one round trip.
+// Write is asynchronous: a record is durable when its done func is called with nil. A few
+// segments are in flight at a time (segmentsInFlight); records written while they are wait
+// and go out together when one is answered (group commit), so a busy source writes few large
+// segments and a quiet one writes each record after one round trip.
 type Journal struct {
 	js     jetstream.JetStream
 	kv     jetstream.KeyValue
@@ -51,11 +56,11 @@ type Journal struct {
 	maxChunk  int    // bytes of a snapshot chunk's value
 	hook      func(step string) error
 
-	mu      sync.Mutex
-	queue   []pendingRecord
-	next    uint64          // number of the next segment
-	sending bool            // a segment is in flight
-	open    map[uint64]bool // segments sent and not answered
+	mu       sync.Mutex
+	queue    []pendingRecord
+	next     uint64          // number of the next segment
+	inflight int             // segments in flight
+	open     map[uint64]bool // segments sent and not answered
 	// gen and through name the last snapshot: its generation and the last segment in it.
 	gen, through uint64
 	// objects is how many objects the index held at the last load or snapshot; written counts
@@ -97,7 +102,7 @@ func (j *Journal) Write(rec *nats.Msg, done func(error)) {
 	j.mu.Lock()
 	j.queue = append(j.queue, pendingRecord{key: key, value: value, done: done})
 	var seg *segment
-	if !j.sending {
+	if j.inflight < segmentsInFlight {
 		seg = j.takeLocked()
 	}
 	j.mu.Unlock()
@@ -124,7 +129,7 @@ func (j *Journal) takeLocked() *segment {
 		j.queue = nil
 	}
 	j.next++
-	j.sending = true
+	j.inflight++
 	j.open[seg.n] = true
 	return seg
 }
@@ -157,12 +162,12 @@ func (j *Journal) send(seg *segment) {
 func (j *Journal) answer(seg *segment, err error) {
 	j.mu.Lock()
 	delete(j.open, seg.n)
-	j.sending = false
+	j.inflight--
 	if err == nil {
 		j.written += len(seg.records)
 	}
 	var next *segment
-	if len(j.queue) > 0 {
+	if len(j.queue) > 0 && j.inflight < segmentsInFlight {
 		next = j.takeLocked()
 	}
 	compact := j.written > max(j.objects, compactMinRecords)

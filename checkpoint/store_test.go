@@ -20,7 +20,7 @@ var env *testenv.Env
 
 func TestMain(m *testing.M) { testenv.Main(m, testenv.Options{NATS: true}, &env) }
 
-func setup(t *testing.T) (context.Context, jetstream.JetStream, string) {
+func setup(t testing.TB) (context.Context, jetstream.JetStream, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)
