@@ -21,7 +21,7 @@ func (in *intake) list(ctx context.Context, origin event.Origin) (string, error)
 	known := in.index.snapshot()
 	seen := make(map[string]struct{}, len(known))
 	published, total := 0, 0
-	listRV, err := in.src.listPages(ctx, "", func(obj object) error {
+	listRV, err := in.readAll(ctx, func(obj object) error {
 		key := objectKey(obj.Unstructured)
 		seen[key] = struct{}{}
 		total++

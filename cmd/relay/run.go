@@ -311,6 +311,7 @@ func planSources(cfg Config, resources []relay.Resource, dataSchemas []string, m
 			ShutdownTimeout:    cfg.ShutdownTimeout.Duration,
 			Redacted:           strings.Join(prog.Redacted(), ","),
 			DataSchema:         dataSchemas[i],
+			WatchList:          cfg.WatchList,
 		}
 		plan := sourcePlan{cfg: base, mirrored: cfg.Mirrored(specs[i]), rules: prog}
 		namespaces := prog.ServerNamespaces()
