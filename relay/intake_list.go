@@ -89,7 +89,7 @@ func (in *intake) list(ctx context.Context, origin event.Origin) (string, error)
 	if err := in.markUrgent(ctx, listRV); err != nil {
 		return "", err
 	}
-	in.log.Info().Str("origin", string(origin)).Int("objects", total).Int("changes", published).
+	in.log.Info().Str("origin", string(origin)).Bool("streamed", in.streamed).Int("objects", total).Int("changes", published).
 		Str("rv", listRV).Stringer("took", time.Since(start).Round(time.Millisecond)).Msg("listed")
 	return listRV, nil
 }

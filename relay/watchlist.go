@@ -126,6 +126,7 @@ func (in *intake) readAll(ctx context.Context, fn func(object) error) (string, e
 	if mode == "" {
 		mode = DefaultWatchListMode
 	}
+	in.streamed = false
 	if mode == WatchListOff || in.pagesOnly {
 		return in.src.listPages(ctx, "", fn)
 	}
@@ -136,7 +137,7 @@ func (in *intake) readAll(ctx context.Context, fn func(object) error) (string, e
 	})
 	if err == nil || mode != WatchListAuto || ctx.Err() != nil {
 		if err == nil {
-			in.streamIncomplete = 0
+			in.streamIncomplete, in.streamed = 0, true
 		}
 		return rv, err
 	}
