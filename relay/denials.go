@@ -3,6 +3,7 @@ package relay
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,11 +28,13 @@ const denialPrefix = "Permissions Violation for Publish to "
 type Denials struct {
 	mu sync.Mutex
 	// waiting holds, per subject, the publishes in flight to it.
-	waiting map[string]map[*denialWait]struct{}
+	waiting map[string][]denialWaiter
 }
 
-type denialWait struct {
-	denied chan error // buffered 1: Observe never blocks
+// denialWaiter is a publish in flight, told when the server refuses it. It may be told after
+// it was removed (Observe calls it without holding the lock), and must not block.
+type denialWaiter interface {
+	denied(err error)
 }
 
 // NewDenials returns an empty Denials.
@@ -51,14 +54,12 @@ func (d *Denials) Observe(err error) bool {
 	}
 	denied := fmt.Errorf("%w for publish to %q", ErrPublishDenied, subject)
 	d.mu.Lock()
-	defer d.mu.Unlock()
-	for w := range d.waiting[subject] {
-		select {
-		case w.denied <- denied:
-		default:
-		}
+	waiting := slices.Clone(d.waiting[subject])
+	d.mu.Unlock()
+	for _, w := range waiting {
+		w.denied(denied)
 	}
-	return len(d.waiting[subject]) > 0
+	return len(waiting) > 0
 }
 
 // deniedSubject extracts the subject from the text of a publish permissions violation.
@@ -74,31 +75,37 @@ func deniedSubject(text string) (string, bool) {
 	return subject, true
 }
 
-// watch registers a publish to subject about to be sent: the channel receives
-// ErrPublishDenied if the server refuses it. Call cancel once the publish has its outcome.
-// A nil Denials never reports.
-func (d *Denials) watch(subject string) (denied <-chan error, cancel func()) {
+// add registers w, a publish to subject about to be sent, to be told if the server refuses
+// it; remove it once the publish has its outcome. A nil Denials never reports.
+func (d *Denials) add(subject string, w denialWaiter) {
 	if d == nil {
-		return nil, func() {}
+		return
 	}
-	w := &denialWait{denied: make(chan error, 1)}
 	d.mu.Lock()
+	defer d.mu.Unlock()
 	if d.waiting == nil {
-		d.waiting = make(map[string]map[*denialWait]struct{})
+		d.waiting = make(map[string][]denialWaiter)
 	}
+	d.waiting[subject] = append(d.waiting[subject], w)
+}
+
+// remove unregisters w from subject.
+func (d *Denials) remove(subject string, w denialWaiter) {
+	if d == nil {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	ws := d.waiting[subject]
-	if ws == nil {
-		ws = make(map[*denialWait]struct{})
-		d.waiting[subject] = ws
-	}
-	ws[w] = struct{}{}
-	d.mu.Unlock()
-	return w.denied, func() {
-		d.mu.Lock()
-		defer d.mu.Unlock()
-		delete(ws, w)
-		if len(d.waiting[subject]) == 0 {
-			delete(d.waiting, subject)
+	for i := range ws {
+		if ws[i] == w {
+			ws = slices.Delete(ws, i, i+1)
+			break
 		}
 	}
+	if len(ws) == 0 {
+		delete(d.waiting, subject)
+		return
+	}
+	d.waiting[subject] = ws
 }

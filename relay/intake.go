@@ -71,6 +71,12 @@ type intake struct {
 	dropped map[string]bool
 	// droppedPruneAt is the size of dropped at which noteDropped next prunes it.
 	droppedPruneAt int
+	// pagesOnly is set once the server refused streaming lists (WatchListAuto);
+	// streamIncomplete counts the streaming lists in a row that ended early; streamed
+	// tells whether the last list was streamed.
+	pagesOnly        bool
+	streamIncomplete int
+	streamed         bool
 }
 
 // errCatchUp ends a watch so that namespaces that became selected are caught up with no watch

@@ -21,7 +21,7 @@ func (in *intake) list(ctx context.Context, origin event.Origin) (string, error)
 	known := in.index.snapshot()
 	seen := make(map[string]struct{}, len(known))
 	published, total := 0, 0
-	listRV, err := in.src.listPages(ctx, "", func(obj object) error {
+	listRV, err := in.readAll(ctx, func(obj object) error {
 		key := objectKey(obj.Unstructured)
 		seen[key] = struct{}{}
 		total++
@@ -89,7 +89,7 @@ func (in *intake) list(ctx context.Context, origin event.Origin) (string, error)
 	if err := in.markUrgent(ctx, listRV); err != nil {
 		return "", err
 	}
-	in.log.Info().Str("origin", string(origin)).Int("objects", total).Int("changes", published).
+	in.log.Info().Str("origin", string(origin)).Bool("streamed", in.streamed).Int("objects", total).Int("changes", published).
 		Str("rv", listRV).Stringer("took", time.Since(start).Round(time.Millisecond)).Msg("listed")
 	return listRV, nil
 }

@@ -200,6 +200,7 @@ func (p *pipeline) run(ctx context.Context, stop <-chan struct{}) error {
 		orphanCharges = make(map[*item]int64)
 		released      = make(chan *item)
 		exit          = make(chan struct{})
+		pub           = ackedOf(p.pub)
 	)
 	defer close(exit)
 	defer p.exited.Store(true)
@@ -213,6 +214,7 @@ func (p *pipeline) run(ctx context.Context, stop <-chan struct{}) error {
 			it.release(p.budget)
 		}
 	}()
+	acks := &ackSink{results: results, released: released, exit: exit}
 	send := func(it *item) {
 		inflight++
 		it.sent = p.clock.Now()
@@ -226,34 +228,12 @@ func (p *pipeline) run(ctx context.Context, stop <-chan struct{}) error {
 			results <- result{it: it, err: fmt.Errorf("%w: %d bytes", errSubjectTooLong, len(msg.Subject))}
 			return
 		}
-		denied, cancel := p.denials.watch(msg.Subject)
-		fut, err := p.pub.PublishMsgAsync(msg)
-		if err != nil {
-			cancel()
+		f := &flight{it: it, sink: acks, denials: p.denials, subject: msg.Subject}
+		p.denials.add(msg.Subject, f)
+		if err := pub.PublishAcked(msg, f); err != nil {
+			p.denials.remove(msg.Subject, f)
 			results <- result{it: it, err: err}
-			return
 		}
-		go func() {
-			defer cancel()
-			select {
-			case ack := <-fut.Ok():
-				results <- result{it: it, ack: ack}
-			case err := <-fut.Err():
-				results <- result{it: it, err: err}
-			case err := <-denied:
-				results <- result{it: it, err: err}
-				select {
-				case <-fut.Ok():
-				case <-fut.Err():
-				case <-exit:
-					return
-				}
-				select {
-				case released <- it:
-				case <-exit:
-				}
-			}
-		}()
 	}
 	retire := func() {
 		last, urgent := "", false

@@ -644,8 +644,9 @@ func TestDenialsLeaveAViolationNoPublishWaitsForToTheCaller(t *testing.T) {
 	// A denied checkpoint write or stream read (a request the pipeline does not make) must
 	// reach the connection's error log, not vanish.
 	d := NewDenials()
-	_, cancel := d.watch("kube.c.core.v1.configmaps.ns.a.added")
-	defer cancel()
+	w := &flight{}
+	d.add("kube.c.core.v1.configmaps.ns.a.added", w)
+	defer d.remove("kube.c.core.v1.configmaps.ns.a.added", w)
 	err := fmt.Errorf("%w: %s", nats.ErrPermissionViolation, `Permissions Violation for Publish to "$KV.relay-checkpoints.c/configmaps"`)
 	if d.Observe(err) {
 		t.Error("Observe: got true for a violation no publish waits for, want false so that the caller logs it")

@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kube-nats-relay/kube-nats-relay/event"
+	"github.com/kube-nats-relay/kube-nats-relay/internal/natstest"
 	"github.com/kube-nats-relay/kube-nats-relay/relay/internal/rawread"
 )
 
@@ -164,10 +165,30 @@ func (f *benchFuture) Err() <-chan error            { return nil }
 func (f *benchFuture) Msg() *nats.Msg               { return f.msg }
 
 // benchAckPublisher acks every publish at once, so that a pipeline benchmark measures the
-// pipeline alone, without NATS.
-type benchAckPublisher struct{}
+// pipeline alone, without NATS. As AckPublisher, it reports through the publish's handler,
+// from a goroutine of its own (where the relay's subscription reads the acks).
+type benchAckPublisher struct{ acks chan AckHandler }
 
-func (benchAckPublisher) PublishMsgAsync(msg *nats.Msg, _ ...jetstream.PublishOpt) (jetstream.PubAckFuture, error) {
+func newBenchAckPublisher(b *testing.B) benchAckPublisher {
+	p := benchAckPublisher{acks: make(chan AckHandler, 1024)}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		ack := &jetstream.PubAck{}
+		for h := range p.acks {
+			h.Acked(ack, nil)
+		}
+	}()
+	b.Cleanup(func() { close(p.acks); <-done })
+	return p
+}
+
+func (p benchAckPublisher) PublishAcked(_ *nats.Msg, h AckHandler) error {
+	p.acks <- h
+	return nil
+}
+
+func (p benchAckPublisher) PublishMsgAsync(msg *nats.Msg, _ ...jetstream.PublishOpt) (jetstream.PubAckFuture, error) {
 	f := &benchFuture{msg: msg, ok: make(chan *jetstream.PubAck, 1)}
 	f.ok <- &jetstream.PubAck{}
 	return f, nil
@@ -195,7 +216,7 @@ func BenchmarkPipeline(b *testing.B) {
 				msgs[i] = &nats.Msg{Subject: "kube.prod.core.v1.configmaps.bench.cm-" + strconv.Itoa(i) + ".modified"}
 			}
 			record := &nats.Msg{Subject: "$KV.index.x"}
-			p := newPipeline(benchAckPublisher{}, benchBuffer, benchInflight, clock.RealClock{}, func(string, bool) {}, nil)
+			p := newPipeline(newBenchAckPublisher(b), benchBuffer, benchInflight, clock.RealClock{}, func(string, bool) {}, nil)
 			done := make(chan error, 1)
 			go func() { done <- p.run(context.Background(), make(chan struct{})) }()
 			b.ReportAllocs()
@@ -207,6 +228,64 @@ func BenchmarkPipeline(b *testing.B) {
 					it.index = record
 				}
 				p.in <- it
+			}
+			close(p.in)
+			if err := <-done; err != nil {
+				b.Fatal(err)
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "events/s")
+		})
+	}
+}
+
+// BenchmarkPipelineNATS is BenchmarkPipeline/with-index against an in-process nats-server
+// with a stream: "jetstream" publishes through nats.go's futures (a goroutine per publish
+// waits for each), "ack-publisher" through AckPublisher, as the relay does. The server
+// shares the machine, so the difference is the client's cost per event, PubAck parsing
+// included.
+func BenchmarkPipelineNATS(b *testing.B) {
+	const benchObjects, benchBuffer, benchInflight = 1000, 1024, 256
+	s := natstest.Start(b, nil)
+	nc := natstest.Connect(b, s)
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(benchInflight+1))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := js.CreateStream(context.Background(), jetstream.StreamConfig{Name: "S", Subjects: []string{"kube.>", "idx.>"},
+		MaxMsgsPerSubject: 1, Storage: jetstream.MemoryStorage}); err != nil {
+		b.Fatal(err)
+	}
+	ap, err := NewAckPublisher(nc, time.Minute)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(ap.Close)
+	meta := event.Meta{Cluster: "prod", Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespace: "bench",
+		UID: "00000000-0000-0000-0000-000000000000", Type: event.Modified, Origin: event.Live, Time: time.Now()}
+	for _, pub := range []struct {
+		name string
+		pub  Publisher
+	}{{"jetstream", js}, {"ack-publisher", ap}} {
+		b.Run(pub.name, func(b *testing.B) {
+			keys := make([]string, benchObjects)
+			msgs := make([]*nats.Msg, benchObjects)
+			records := make([]*nats.Msg, benchObjects)
+			for i := range keys {
+				meta.Name, meta.ResourceVersion = "cm-"+strconv.Itoa(i), strconv.Itoa(i+1)
+				keys[i] = "bench/" + meta.Name
+				msgs[i] = &nats.Msg{Subject: meta.Subject("kube").String(), Header: meta.Header(), Data: benchObjectJSON}
+				records[i] = &nats.Msg{Subject: "idx." + meta.Name, Data: []byte(`{"uid":"x","rv":"1"}`)}
+			}
+			p := newPipeline(pub.pub, benchBuffer, benchInflight, clock.RealClock{}, func(string, bool) {}, nil)
+			done := make(chan error, 1)
+			go func() { done <- p.run(context.Background(), make(chan struct{})) }()
+			b.ReportAllocs()
+			b.ResetTimer()
+			start := time.Now()
+			for i := 0; i < b.N; i++ {
+				o := i % benchObjects
+				p.in <- &item{key: keys[o], msg: msgs[o], index: records[o], rv: strconv.Itoa(i + 1)}
 			}
 			close(p.in)
 			if err := <-done; err != nil {

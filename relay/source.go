@@ -53,6 +53,9 @@ type SourceConfig struct {
 	// DataSchema is the URI of the JSON schema of the resource's objects, sent as the
 	// ce-dataschema header of every event whose body is the object; "" sends none.
 	DataSchema string
+	// WatchList is how the initial sync and relists read every object: streamed or page
+	// by page (see WatchListMode); "" is DefaultWatchListMode.
+	WatchList WatchListMode
 }
 
 // Source relays one resource (in one namespace, or all) to JetStream.
@@ -152,9 +155,12 @@ type SourceDeps struct {
 }
 
 // NewSource returns a source of cfg wired to deps. It fails only when the REST client of the
-// resource's group version cannot be made from Readers' configuration, or when neither
-// Readers nor Client is set.
+// resource's group version cannot be made from Readers' configuration, when neither
+// Readers nor Client is set, or when cfg.WatchList is not a WatchListMode.
 func NewSource(cfg SourceConfig, deps SourceDeps) (*Source, error) {
+	if !cfg.WatchList.Valid() {
+		return nil, fmt.Errorf("new source: watch list mode %q: want auto, on or off", cfg.WatchList)
+	}
 	s := &Source{cfg: cfg, pub: deps.Publisher, ckpt: deps.Checkpointer, objIdx: deps.Index, mirror: deps.Mirror,
 		obs: deps.Observer, key: CheckpointKey(cfg), index: newIndex(), clock: deps.Clock, rules: deps.Rules,
 		nsRules: deps.NamespaceRules, namespaces: deps.Namespaces, published: deps.Published, denials: deps.Denials,

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kube-nats-relay/kube-nats-relay/filter"
 	"github.com/kube-nats-relay/kube-nats-relay/internal/natsconn"
+	"github.com/kube-nats-relay/kube-nats-relay/relay"
 )
 
 // Config is the relay's configuration, read from environment variables. Every
@@ -164,6 +165,10 @@ type Config struct {
 	// InitialSync says whether a resource without a checkpoint publishes its
 	// existing objects.
 	InitialSync InitialSyncMode `envconfig:"RELAY_INITIAL_SYNC" default:"publish" desc:"without a checkpoint: publish existing objects (publish) or start from now (skip)"`
+	// WatchList says how the initial sync and relists read every object: with the
+	// streaming list (a watch with sendInitialEvents, kube-apiserver 1.27 and later), or
+	// page by page. Pages by default: they measured faster here (docs/configuration.md).
+	WatchList relay.WatchListMode `envconfig:"RELAY_WATCH_LIST" default:"off" desc:"how the initial sync and relists read every object: streamed where the server supports it (auto), always streamed (on), or page by page (off)"`
 	// BufferSize bounds the events held between watch intake and publishing,
 	// per resource. The apiserver cuts off a watcher that does not read, so
 	// intake must not wait for NATS. 1024 absorbs a burst during a publish

@@ -19,6 +19,7 @@ import (
 	"github.com/kube-nats-relay/kube-nats-relay/event"
 	"github.com/kube-nats-relay/kube-nats-relay/filter"
 	"github.com/kube-nats-relay/kube-nats-relay/internal/natsconn"
+	"github.com/kube-nats-relay/kube-nats-relay/relay"
 )
 
 // Limits imposed by NATS and JetStream.
@@ -241,6 +242,11 @@ func (c Config) validateOutput(ps *problems) {
 	case InitialSyncPublish, InitialSyncSkip:
 	default:
 		ps.add("RELAY_INITIAL_SYNC", string(c.InitialSync), "must be publish or skip")
+	}
+	switch c.WatchList {
+	case relay.WatchListAuto, relay.WatchListOn, relay.WatchListOff:
+	default:
+		ps.add("RELAY_WATCH_LIST", string(c.WatchList), "must be auto, on or off")
 	}
 }
 

@@ -201,8 +201,19 @@ func TestFaultAPIServerRestarted(t *testing.T) {
 }
 
 func TestFaultExpiredHistoryWhileStopped(t *testing.T) {
+	expiredHistoryWhileStopped(t, nil)
+}
+
+// expiredHistoryWhileStopped stops the relay, changes objects, expires the history and
+// starts the relay again, with extra vars set, and requires the relist diff; it returns the
+// output of the relay that relisted.
+func expiredHistoryWhileStopped(t *testing.T, extra map[string]string) string {
+	t.Helper()
 	ctx := context.Background()
 	f := newFaultEnv(t, env.NATS.URL())
+	for k, v := range extra {
+		f.vars[k] = v
+	}
 	// The smallest duplicate window: whatever the relay re-publishes shows in the stream, so
 	// "nothing for unchanged objects" is the relay's doing, not JetStream's.
 	f.vars["RELAY_DUPLICATE_WINDOW"] = "100ms"
@@ -310,6 +321,7 @@ func TestFaultExpiredHistoryWhileStopped(t *testing.T) {
 	f.check(msgs, final, nil, g.uids())
 	f.logRelays()
 	r.stop(t)
+	return r.Output()
 }
 
 func TestFaultOversizeObject(t *testing.T) {

@@ -62,6 +62,13 @@ func checkMessage(t *testing.T, m received, prefix string) {
 }
 
 func TestInitialSyncPublishesEveryObjectOnce(t *testing.T) {
+	initialSyncOnce(t, nil)
+}
+
+// initialSyncOnce creates objects, runs the relay with extra vars set, and requires every
+// object published once with origin initial-sync; it returns the relay's output.
+func initialSyncOnce(t *testing.T, extra map[string]string) string {
+	t.Helper()
 	ctx := context.Background()
 	name, cs := testNamespace(t)
 	const n = 200
@@ -95,6 +102,9 @@ func TestInitialSyncPublishesEveryObjectOnce(t *testing.T) {
 	vars := relayVars(name)
 	vars["RELAY_RESOURCES"] = "configmaps"
 	vars["RELAY_NAMESPACES"] = name
+	for k, v := range extra {
+		vars[k] = v
+	}
 	r := startRelay(t, vars)
 	js := jsClient(t)
 	// The checkpoint appears once the whole list is acked: then everything is in the stream.
@@ -103,6 +113,7 @@ func TestInitialSyncPublishesEveryObjectOnce(t *testing.T) {
 	waitCheckpoint(t, js, name, key, func(string) bool { return true })
 	msgs := readStream(ctx, t, js, vars["RELAY_STREAM"])
 	r.stop(t)
+	output := r.Output()
 
 	if len(msgs) != n {
 		t.Fatalf("messages: got %d, want %d", len(msgs), n)
@@ -132,6 +143,7 @@ func TestInitialSyncPublishesEveryObjectOnce(t *testing.T) {
 	if len(seen) != n {
 		t.Errorf("distinct objects: got %d, want %d", len(seen), n)
 	}
+	return output
 }
 
 var widgetGVR = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}

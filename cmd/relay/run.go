@@ -211,9 +211,16 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	budget := newBudget(log, cfg)
 	m.observeBudget(budget)
+	// Every source publishes through one reply subscription; the pipelines bound what is in
+	// flight (RELAY_MAX_INFLIGHT each).
+	pub, err := relay.NewAckPublisher(nc, publishAsyncTimeout)
+	if err != nil {
+		return fmt.Errorf("nats publisher: %w", err)
+	}
+	defer pub.Close()
 	built := make([]*relay.Source, len(plans))
 	for i, p := range plans {
-		deps := relay.SourceDeps{Readers: raw, Publisher: js, Checkpointer: ckpts, Index: objectIndex{objIdx}, Budget: budget,
+		deps := relay.SourceDeps{Readers: raw, Publisher: pub, Checkpointer: ckpts, Index: objectIndex{objIdx}, Budget: budget,
 			Rules: rulesOf(p.rules, log.With().Str("resource", p.cfg.Resource.String()).Str("namespace", p.cfg.Namespace).Logger()), Observer: m.sourceObserver(p.cfg.Resource), Denials: denials,
 			History: trackedHistory{store: store, ckpts: ckpts}, Published: relay.StreamLog{Stream: stream}}
 		if p.cfg.Resource.Namespaced {
@@ -304,6 +311,7 @@ func planSources(cfg Config, resources []relay.Resource, dataSchemas []string, m
 			ShutdownTimeout:    cfg.ShutdownTimeout.Duration,
 			Redacted:           strings.Join(prog.Redacted(), ","),
 			DataSchema:         dataSchemas[i],
+			WatchList:          cfg.WatchList,
 		}
 		plan := sourcePlan{cfg: base, mirrored: cfg.Mirrored(specs[i]), rules: prog}
 		namespaces := prog.ServerNamespaces()

@@ -38,6 +38,7 @@ var engineLabel = pprof.Labels("part", "relay")
 // figure. The binary has no profiling endpoint; this is how its code is profiled.
 type engine struct {
 	nc     *nats.Conn
+	pub    *relay.AckPublisher
 	cancel context.CancelFunc
 	done   chan error
 }
@@ -68,7 +69,13 @@ func (e *Env) buildEngine(ctx context.Context, n names, namespace string) (*engi
 	if err != nil {
 		return nil, err
 	}
-	fail := func(err error) (*engine, error) { nc.Close(); return nil, err }
+	// Publish as the relay binary does: one reply subscription for every acknowledgement.
+	pub, err := relay.NewAckPublisher(nc, enginePublishTimeout)
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	fail := func(err error) (*engine, error) { pub.Close(); nc.Close(); return nil, err }
 	js, err := jetstream.New(nc,
 		jetstream.WithPublishAsyncMaxPending(engineMaxInflight+1),
 		jetstream.WithPublishAsyncTimeout(enginePublishTimeout))
@@ -102,7 +109,7 @@ func (e *Env) buildEngine(ctx context.Context, n names, namespace string) (*engi
 		CheckpointInterval: engineCheckpointInterval,
 		MaxPayload:         int(nc.MaxPayload()),
 		ShutdownTimeout:    engineShutdownTimeout,
-	}, relay.SourceDeps{Readers: raw, Publisher: js, Checkpointer: store, Index: objectIndex{idx}})
+	}, relay.SourceDeps{Readers: raw, Publisher: pub, Checkpointer: store, Index: objectIndex{idx}})
 	if err != nil {
 		return fail(err)
 	}
@@ -113,7 +120,7 @@ func (e *Env) buildEngine(ctx context.Context, n names, namespace string) (*engi
 	runCtx, cancel := context.WithCancel(ctx)
 	log := zerolog.New(logFile).Level(zerolog.InfoLevel).With().Timestamp().Logger()
 	runCtx = log.WithContext(runCtx)
-	en := &engine{nc: nc, cancel: cancel, done: make(chan error, 1)}
+	en := &engine{nc: nc, pub: pub, cancel: cancel, done: make(chan error, 1)}
 	go func() {
 		en.done <- relay.New(src).Run(runCtx)
 		logFile.Close()
@@ -130,6 +137,7 @@ func (en *engine) stop() error {
 	case <-time.After(stopTimeout):
 		err = fmt.Errorf("engine still running %s after cancel", stopTimeout)
 	}
+	en.pub.Close()
 	en.nc.Close()
 	return err
 }

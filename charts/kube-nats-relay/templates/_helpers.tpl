@@ -272,6 +272,7 @@ writes it: digits, an optional fraction and a suffix (Ki Mi Gi Ti Pi Ei, k M G T
   "RELAY_INDEX_BUCKET" $v.relay.indexBucket
   "RELAY_CHECKPOINT_INTERVAL" $v.relay.checkpointInterval
   "RELAY_INITIAL_SYNC" $v.relay.initialSync
+  "RELAY_WATCH_LIST" $v.relay.watchList
   "RELAY_BUFFER_SIZE" $v.relay.bufferSize
   "RELAY_MAX_INFLIGHT" $v.relay.maxInflight
   "RELAY_MEMORY_BUDGET" $v.relay.memoryBudget

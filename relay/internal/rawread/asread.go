@@ -296,10 +296,16 @@ func (a *AsRead) event(b []byte) (watch.Event, error) {
 		return watch.Event{}, fmt.Errorf("watch event %q without object", ev.Type)
 	}
 	raw := b[top[k].valStart:top[k].valEnd]
-	if ev.Type == watch.Error {
+	// An error's Status, and a bookmark, whose annotations may mark the end of a streaming
+	// list's initial events, are small: decoded whole.
+	if ev.Type == watch.Error || ev.Type == watch.Bookmark {
 		var m map[string]any
 		if err := sigsjson.UnmarshalCaseSensitivePreserveInts(raw, &m); err != nil {
 			return watch.Event{}, err
+		}
+		if ev.Type == watch.Bookmark {
+			ev.Object = Object{Unstructured: &unstructured.Unstructured{Object: m}}
+			return ev, nil
 		}
 		ev.Object = &unstructured.Unstructured{Object: m}
 		return ev, nil

@@ -429,3 +429,15 @@ func TestFramesDoNotHoldBackAValue(t *testing.T) {
 		t.Fatal("the value was not returned while the stream stayed open")
 	}
 }
+
+func TestAsReadEventKeepsTheInitialEventsEndAnnotationOfABookmark(t *testing.T) {
+	a := &AsRead{StripManaged: true}
+	ev, err := a.event([]byte(`{"type":"BOOKMARK","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"resourceVersion":"9","annotations":{"k8s.io/initial-events-end":"true"}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj, ok := ev.Object.(Object)
+	if !ok || obj.GetResourceVersion() != "9" || obj.GetAnnotations()["k8s.io/initial-events-end"] != "true" {
+		t.Fatalf("bookmark: got %#v, want rv 9 with the initial-events-end annotation", ev.Object)
+	}
+}

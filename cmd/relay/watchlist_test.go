@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kube-nats-relay/kube-nats-relay/event"
+	"github.com/kube-nats-relay/kube-nats-relay/internal/testenv"
+	"github.com/kube-nats-relay/kube-nats-relay/relay"
+)
+
+// Log fields of the relay's "listed" line: whether the list was streamed.
+const (
+	listedStreamed = `"streamed":true`
+	listedPaged    = `"streamed":false`
+)
+
+func TestWatchListInitialSyncPublishesEveryObjectOnce(t *testing.T) {
+	for _, mode := range []string{"on", "auto"} {
+		t.Run(mode, func(t *testing.T) {
+			out := initialSyncOnce(t, map[string]string{"RELAY_WATCH_LIST": mode})
+			if !strings.Contains(out, listedStreamed) || strings.Contains(out, listedPaged) {
+				t.Errorf("relay output: want the list streamed (%s), and no paged list:\n%s", listedStreamed, out)
+			}
+		})
+	}
+}
+
+func TestFaultExpiredHistoryWhileStoppedStreamed(t *testing.T) {
+	out := expiredHistoryWhileStopped(t, map[string]string{"RELAY_WATCH_LIST": "on"})
+	if !strings.Contains(out, `"origin":"relist","streamed":true`) {
+		t.Errorf("relay output: want the relist streamed:\n%s", out)
+	}
+}
+
+// TestWatchListFallsBackToPagesWhereTheServerRefuses runs the relay against an apiserver
+// with the WatchList feature disabled, which refuses sendInitialEvents: auto lists page by
+// page and publishes every object once; on keeps failing and says why.
+func TestWatchListFallsBackToPagesWhereTheServerRefuses(t *testing.T) {
+	ctx := context.Background()
+	cp, err := testenv.StartControlPlane(ctx, env.TempDir(t), testenv.ControlPlaneOptions{
+		ExtraAPIServerArgs: []string{"--feature-gates=WatchList=false"}})
+	if err != nil {
+		t.Fatalf("start a control plane without WatchList: %v", err)
+	}
+	t.Cleanup(cp.Stop)
+	cs, err := kubernetes.NewForConfig(cp.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := testName(t)
+	createNamespace(t, cs, name)
+	const n = 50
+	uids := map[string]string{}
+	for i := range n {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%02d", i)}}
+		got, err := cs.CoreV1().ConfigMaps(name).Create(ctx, cm, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("create: %v", err)
+		}
+		uids[got.Name] = string(got.UID)
+	}
+	vars := relayVars(name)
+	vars["KUBECONFIG"] = cp.KubeconfigPath()
+	vars["RELAY_RESOURCES"] = "configmaps"
+	vars["RELAY_NAMESPACES"] = name
+
+	t.Run("on reports the refusal", func(t *testing.T) {
+		on := withVars(vars, map[string]string{"RELAY_WATCH_LIST": "on", "RELAY_CLUSTER": name + "-on", "RELAY_STREAM": event.DefaultStream(name + "-on")})
+		r := startRelay(t, on)
+		const refusal = "sendInitialEvents is forbidden"
+		err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
+			return strings.Contains(r.Output(), refusal), nil
+		})
+		if err != nil {
+			t.Fatalf("relay output: want %q:\n%s", refusal, r.Output())
+		}
+		r.stop(t)
+		if out := r.Output(); strings.Contains(out, listedPaged) || strings.Contains(out, listedStreamed) {
+			t.Errorf("relay output: want no completed list in mode on against a refusing server:\n%s", out)
+		}
+	})
+
+	t.Run("auto lists page by page", func(t *testing.T) {
+		auto := withVars(vars, map[string]string{"RELAY_WATCH_LIST": "auto"})
+		r := startRelay(t, auto)
+		js := jsClient(t)
+		key := relay.CheckpointKey(relay.SourceConfig{Cluster: auto["RELAY_CLUSTER"], Namespace: name, Resource: relay.Resource{
+			GroupVersionResource: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Namespaced: true}})
+		waitCheckpoint(t, js, auto["RELAY_CLUSTER"], key, func(string) bool { return true })
+		msgs := readStream(ctx, t, js, auto["RELAY_STREAM"])
+		r.stop(t)
+		out := r.Output()
+		if !strings.Contains(out, "streaming list unavailable") || !strings.Contains(out, listedPaged) {
+			t.Errorf("relay output: want the fallback and a paged list:\n%s", out)
+		}
+		seen := map[string]bool{}
+		for _, m := range msgs {
+			if m.Meta.Type != event.Added || m.Meta.Origin != event.InitialSync || uids[m.Meta.Name] != m.Meta.UID || seen[m.Meta.Name] {
+				t.Errorf("message %d: %s %s %s uid %s (published before: %v), want one added initial-sync per object",
+					m.Seq, m.Meta.Name, m.Meta.Type, m.Meta.Origin, m.Meta.UID, seen[m.Meta.Name])
+			}
+			seen[m.Meta.Name] = true
+		}
+		if len(seen) != n {
+			t.Errorf("objects published: got %d, want %d", len(seen), n)
+		}
+	})
+}
+
+// withVars returns a copy of base with over set.
+func withVars(base, over map[string]string) map[string]string {
+	out := maps.Clone(base)
+	maps.Copy(out, over)
+	return out
+}

@@ -1,0 +1,223 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"k8s.io/utils/clock"
+
+	"github.com/kube-nats-relay/kube-nats-relay/internal/natstest"
+)
+
+// outcome is an AckHandler that hands the outcome to the test.
+type outcome chan ackOutcome
+
+type ackOutcome struct {
+	ack *jetstream.PubAck
+	err error
+}
+
+func (o outcome) Acked(ack *jetstream.PubAck, err error) { o <- ackOutcome{ack, err} }
+
+func (o outcome) wait(t *testing.T) ackOutcome {
+	t.Helper()
+	select {
+	case r := <-o:
+		return r
+	case <-time.After(30 * time.Second):
+		t.Fatal("no outcome within 30s")
+		return ackOutcome{}
+	}
+}
+
+// ackTestServer starts a nats-server with a stream "S" over "ev.>" (messages up to 1 KiB)
+// and returns it, a connection to it and an AckPublisher on that connection.
+func ackTestServer(t *testing.T, timeout time.Duration) (*server.Server, *nats.Conn, *AckPublisher) {
+	t.Helper()
+	s := natstest.Start(t, nil)
+	nc := natstest.Connect(t, s)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "S", Subjects: []string{"ev.>"}, MaxMsgSize: 1024}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := NewAckPublisher(nc, timeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	return s, nc, p
+}
+
+func TestAckPublisherReportsEachPublishOutcome(t *testing.T) {
+	_, nc, p := ackTestServer(t, time.Minute)
+	// A subject nothing stores but something reads: the publish is delivered and never
+	// acknowledged.
+	if _, err := nc.Subscribe("silent.x", func(*nats.Msg) {}); err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	withID := func(subject, id string, size int) *nats.Msg {
+		return &nats.Msg{Subject: subject, Header: nats.Header{nats.MsgIdHdr: []string{id}}, Data: make([]byte, size)}
+	}
+	tests := []struct {
+		name    string
+		msg     *nats.Msg
+		seq     uint64
+		dup     bool
+		refusal Refusal
+		err     error
+	}{
+		{"stored", withID("ev.a", "1", 10), 1, false, "", nil},
+		{"stored next", withID("ev.b", "2", 10), 2, false, "", nil},
+		{"duplicate id", withID("ev.a", "1", 10), 1, true, "", nil},
+		{"over the stream's message size", withID("ev.c", "3", 2048), 0, false, RefusedTooLarge, nil},
+		{"no stream", withID("none.a", "4", 10), 0, false, "", jetstream.ErrNoStreamResponse},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := make(outcome, 1)
+			if err := p.PublishAcked(tt.msg, o); err != nil {
+				t.Fatal(err)
+			}
+			got := o.wait(t)
+			switch {
+			case tt.refusal != "":
+				if why := refusalOf(got.err); why != tt.refusal {
+					t.Errorf("outcome: got %v (refusal %q), want refusal %q", got.err, why, tt.refusal)
+				}
+			case tt.err != nil:
+				if !errors.Is(got.err, tt.err) {
+					t.Errorf("outcome: got %v, want %v", got.err, tt.err)
+				}
+			case got.err != nil:
+				t.Errorf("outcome: got %v, want an ack", got.err)
+			case got.ack.Stream != "S" || got.ack.Sequence != tt.seq || got.ack.Duplicate != tt.dup:
+				t.Errorf("ack: got %+v, want stream S, seq %d, duplicate %v", got.ack, tt.seq, tt.dup)
+			}
+		})
+	}
+	if n := p.InFlight(); n != 0 {
+		t.Errorf("in flight after every outcome: got %d, want 0", n)
+	}
+	if tt := (&nats.Msg{Subject: "ev.a", Reply: "x"}); p.PublishAcked(tt, make(outcome, 1)) == nil {
+		t.Error("publish with a reply subject: got no error")
+	}
+}
+
+func TestAckPublisherFailsAPublishWhoseAckDoesNotCome(t *testing.T) {
+	s, nc, p := ackTestServer(t, 200*time.Millisecond)
+	if _, err := nc.Subscribe("silent.x", func(*nats.Msg) {}); err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	o := make(outcome, 1)
+	if err := p.PublishAcked(&nats.Msg{Subject: "silent.x"}, o); err != nil {
+		t.Fatal(err)
+	}
+	if got := o.wait(t); !errors.Is(got.err, jetstream.ErrAsyncPublishTimeout) {
+		t.Fatalf("outcome: got %+v, want %v", got, jetstream.ErrAsyncPublishTimeout)
+	}
+
+	// A lost connection fails what waits: its acks will not come.
+	q, err := NewAckPublisher(nc, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	o = make(outcome, 1)
+	if err := q.PublishAcked(&nats.Msg{Subject: "silent.x"}, o); err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	s.Shutdown()
+	if got := o.wait(t); !errors.Is(got.err, nats.ErrDisconnected) {
+		t.Fatalf("outcome after the server went away: got %+v, want %v", got, nats.ErrDisconnected)
+	}
+}
+
+func TestAckPublisherFailsWhatWaitsWhenClosed(t *testing.T) {
+	_, nc, p := ackTestServer(t, time.Hour)
+	if _, err := nc.Subscribe("silent.x", func(*nats.Msg) {}); err != nil {
+		t.Fatal(err)
+	}
+	o := make(outcome, 1)
+	if err := p.PublishAcked(&nats.Msg{Subject: "silent.x"}, o); err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+	if got := o.wait(t); !errors.Is(got.err, ErrPublisherClosed) {
+		t.Fatalf("outcome: got %+v, want %v", got, ErrPublisherClosed)
+	}
+	if err := p.PublishAcked(&nats.Msg{Subject: "ev.a"}, o); !errors.Is(err, ErrPublisherClosed) {
+		t.Errorf("publish after close: got %v, want %v", err, ErrPublisherClosed)
+	}
+}
+
+func TestPipelineKeepsObjectOrderOnTheAckPublisher(t *testing.T) {
+	_, nc, p := ackTestServer(t, time.Minute)
+	const objects, changes = 20, 10
+	ck := &checkpoints{}
+	pl := newPipeline(p, 64, 16, clock.RealClock{}, ck.advance, nil)
+	done := make(chan error, 1)
+	go func() { done <- pl.run(context.Background(), make(chan struct{})) }()
+	rv := 0
+	for c := range changes {
+		for o := range objects {
+			rv++
+			subject := "ev.o" + strconv.Itoa(o)
+			pl.in <- &item{key: subject, rv: strconv.Itoa(rv),
+				msg:   &nats.Msg{Subject: subject, Data: []byte(strconv.Itoa(c))},
+				index: &nats.Msg{Subject: "ev.index." + strconv.Itoa(o), Data: []byte(strconv.Itoa(c))}}
+		}
+	}
+	close(pl.in)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got, want := ck.last(), strconv.Itoa(rv); got != want {
+		t.Errorf("checkpoint: got %s, want %s", got, want)
+	}
+	// Every object's changes, and its index records, are stored in order.
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cons, err := js.OrderedConsumer(ctx, "S", jetstream.OrderedConsumerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := map[string]int{}
+	for range 2 * objects * changes {
+		m, err := cons.Next(jetstream.FetchMaxWait(10 * time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, _ := strconv.Atoi(string(m.Data()))
+		if c != next[m.Subject()] {
+			t.Fatalf("%s: got change %d, want %d", m.Subject(), c, next[m.Subject()])
+		}
+		next[m.Subject()]++
+	}
+	if n := p.InFlight(); n != 0 {
+		t.Errorf("in flight after the run: got %d, want 0", n)
+	}
+}

@@ -1,0 +1,99 @@
+package relay
+
+import (
+	"sync/atomic"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// ackedPublisher is a Publisher that reports each publish's outcome to a handler instead of
+// a future, so that the pipeline waits for its acknowledgements without a goroutine per
+// publish. AckPublisher is one.
+type ackedPublisher interface {
+	PublishAcked(msg *nats.Msg, h AckHandler) error
+}
+
+// ackedOf returns pub as an ackedPublisher: itself when it is one, else futureAcks.
+func ackedOf(pub Publisher) ackedPublisher {
+	if a, ok := pub.(ackedPublisher); ok {
+		return a
+	}
+	return futureAcks{pub}
+}
+
+// futureAcks adapts a Publisher that returns futures (jetstream.JetStream, test fakes): a
+// goroutine per publish waits for its future and tells the handler.
+type futureAcks struct{ pub Publisher }
+
+func (f futureAcks) PublishAcked(msg *nats.Msg, h AckHandler) error {
+	fut, err := f.pub.PublishMsgAsync(msg)
+	if err != nil {
+		return err
+	}
+	go func() {
+		select {
+		case ack := <-fut.Ok():
+			h.Acked(ack, nil)
+		case err := <-fut.Err():
+			h.Acked(nil, err)
+		}
+	}()
+	return nil
+}
+
+// ackSink is where the publishes of one pipeline run report: results takes the outcome of
+// each publish, released the item of a denied publish once the client lets it go, and exit
+// is closed when the run returns (nothing reads them after).
+type ackSink struct {
+	results  chan<- result
+	released chan<- *item
+	exit     <-chan struct{}
+}
+
+// Flight states: waiting for the outcome, reported (acknowledged or failed), denied.
+const (
+	flightWaiting uint32 = iota
+	flightReported
+	flightDenied
+)
+
+// flight is one publish of an item's step, waiting for its acknowledgement and for a
+// permissions violation (Denials), whichever comes first: the first is its result. A
+// denied publish stays held by the client until its acknowledgement times out, and is
+// released then.
+type flight struct {
+	it      *item
+	sink    *ackSink
+	denials *Denials
+	subject string
+	state   atomic.Uint32
+}
+
+// Acked implements AckHandler.
+func (f *flight) Acked(ack *jetstream.PubAck, err error) {
+	f.denials.remove(f.subject, f)
+	if f.state.CompareAndSwap(flightWaiting, flightReported) {
+		f.report(result{it: f.it, ack: ack, err: err})
+		return
+	}
+	// Denied first: the client has let the publish go.
+	select {
+	case f.sink.released <- f.it:
+	case <-f.sink.exit:
+	}
+}
+
+// denied implements denialWaiter.
+func (f *flight) denied(err error) {
+	if f.state.CompareAndSwap(flightWaiting, flightDenied) {
+		f.report(result{it: f.it, err: err})
+	}
+}
+
+func (f *flight) report(r result) {
+	select {
+	case f.sink.results <- r:
+	case <-f.sink.exit:
+	}
+}
