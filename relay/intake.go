@@ -59,6 +59,9 @@ type intake struct {
 	// derivedNone when it held none, so that no derived event needs a look-up (see
 	// derivedPublished).
 	derivedChecked, derivedNone bool
+	// horizon is the replay horizon: the cluster's resourceVersion when the intake started
+	// ("" until read; see mayBeReplay).
+	horizon string
 	// cache holds shaped states when the rules need previous states; nil otherwise.
 	cache shapedCache
 	// nsSignal wakes the watch when namespace labels changed; nsChanges returns which, with
