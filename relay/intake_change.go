@@ -130,6 +130,19 @@ func (in *intake) offerMarked(ctx context.Context, obj object, t event.Type, ori
 			}
 			return in.send(ctx, it)
 		}
+		if t == event.Deleted && len(fired) > 0 {
+			// A filtered delete of an object the index does not hold (a relay before
+			// this one did not record the objects its derived rules saw, or the index was
+			// purged): derived with no state condition held before it, as a published
+			// delete of such an object is. A replay of a delete whose entry the delete
+			// removed derives nothing (changeReplayed above).
+			base, _, _ := in.src.message(meta, shaped, old, obj.Body, marks)
+			it := &item{key: key, derived: in.derivedMessages(ctx, meta, base, fired, since, ""), rv: checkpointRV}
+			if it.current() == nil && checkpointRV == "" {
+				return nil
+			}
+			return in.send(ctx, it)
+		}
 		if t != event.Deleted && (len(fired) > 0 || held != heldBefore || in.derives() && since.UID == "") {
 			// The change publishes derived events, or a state condition rose or fell: the
 			// index records it, so that neither a replay nor a relist fires again. An object

@@ -136,3 +136,59 @@ func TestDerivedStateOfARefusedEventIsRecordedAcrossRestart(t *testing.T) {
 	}
 	r.stop(t)
 }
+
+// derivedGoneRules publishes only the ConfigMaps' added events (their deletes are
+// filtered), with a condition that holds for deletes: gone.
+const derivedGoneRules = `
+resources:
+  - resource: configmaps
+    namespaces: [%s]
+    events: [added]
+    derived:
+      - name: gone
+        condition: 'eventType == "deleted"'
+`
+
+// TestFilteredDeleteOfAnObjectTheIndexDoesNotHoldPublishesItsDerivedEvents: the index
+// entry of an object is gone (purged, or written by a relay that did not record it), and
+// the object's delete is filtered. Its derived events are derived with no state condition
+// held before it, as for a published delete of such an object: gone is published, once.
+func TestFilteredDeleteOfAnObjectTheIndexDoesNotHoldPublishesItsDerivedEvents(t *testing.T) {
+	ctx := context.Background()
+	name, cs := testNamespace(t)
+	vars := derivedVars(t, name)
+	vars["RELAY_RULES_FILE"] = writeRules(t, fmt.Sprintf(derivedGoneRules, name))
+	r := startRelay(t, vars)
+	js := jsClient(t)
+	waitOutput(t, r, `"watching"`)
+	key := name + "/web"
+	createConfigMap(t, cs, name, "web", nil, nil)
+	waitFor(t, js, vars["RELAY_STREAM"], "the added event", func(m []received) bool { return countOf(m, name, "web", event.Added) == 1 })
+	r.stop(t)
+
+	kv, err := js.KeyValue(ctx, vars["RELAY_INDEX_BUCKET"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	entry := strings.TrimPrefix(indexSubject(t, js, vars, name, key), "$KV."+vars["RELAY_INDEX_BUCKET"]+".")
+	if err := kv.Purge(ctx, entry); err != nil {
+		t.Fatalf("purge the index entry %s: %v", entry, err)
+	}
+	r = startRelay(t, vars)
+	waitOutput(t, r, `"watching"`)
+	if err := cs.CoreV1().ConfigMaps(name).Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	msgs := waitFor(t, js, vars["RELAY_STREAM"], "the delete's derived event", func(m []received) bool {
+		return len(contract.DerivedOf(m, key, "gone")) >= 1
+	})
+	gone := contract.DerivedOf(msgs, key, "gone")
+	if len(gone) != 1 || gone[0].Meta.Type != event.Deleted || gone[0].Meta.Origin != event.Live {
+		t.Errorf("gone events: got %d (%s), want 1 of the live delete\n%s", len(gone), describe(gone), describe(msgs))
+	}
+	if got := countOf(contract.Ordinary(msgs), name, "web", event.Deleted); got != 0 {
+		t.Errorf("deleted events of web: got %d, want 0 (filtered)", got)
+	}
+	checkDerived(t, msgs, "kube")
+	r.stop(t)
+}
