@@ -63,18 +63,34 @@ func (in *intake) derives() bool {
 
 // derive runs the source's derived events over a change of key. prev is the object's
 // index entry when indexed: its held conditions are the previous state of state conditions
-// when it is the same object (uid). It returns the events fired and the held conditions
-// after the change, joined.
-func (in *intake) derive(c Change, key, uid string, prev entry, indexed bool) ([]DerivedEvent, string, string) {
+// when it is the same object (uid). It returns the events fired, the held conditions before
+// and after the change, joined, and learned, set when the entry did not know some state
+// conditions (added to the rules after it was written: see ruleSince) and the change set
+// their baseline: the change's index record must then be written even if nothing else
+// changed, so that the next change knows them.
+func (in *intake) derive(c Change, key, uid string, prev entry, indexed bool) (fired []DerivedEvent, before, after string, learned bool) {
 	dr, ok := in.src.rules.(DerivingRules)
 	if !ok {
-		return nil, "", ""
+		return nil, "", "", false
 	}
-	var before string
+	held := []string(nil)
 	if indexed && prev.UID == uid {
 		before = prev.Held
+		held = heldNames(before)
+		if unknown := in.src.since.unknown(prev); len(unknown) > 0 && !in.knows[key] {
+			held = in.baseline(dr, c, held, unknown)
+			learned = true
+		}
 	}
-	d := dr.Derive(c, heldNames(before))
+	if rv := shapedRV(c.Object); in.src.since.unknown(entry{ResourceVersion: rv}) != nil {
+		// The record this change writes is at or below a condition's since, yet written
+		// with every condition: remember that it knows them for the rest of this run.
+		if in.knows == nil {
+			in.knows = make(map[string]bool)
+		}
+		in.knows[key] = true
+	}
+	d := dr.Derive(c, held)
 	if d.Err != nil {
 		in.src.note(NoteFilterError)
 		if d.FirstError {
@@ -82,7 +98,27 @@ func (in *intake) derive(c Change, key, uid string, prev entry, indexed bool) ([
 				Msg("derived event condition failed: the condition keeps its previous state; further failures of this rule are only counted")
 		}
 	}
-	return d.Fired, before, strings.Join(d.Held, heldSeparator)
+	return d.Fired, before, strings.Join(d.Held, heldSeparator), learned
+}
+
+// baseline returns held with the state conditions of unknown, which the object's index entry
+// does not know, taken as held before c unless c itself shows their rise: with the previous
+// state known (c.Old), a condition that did not hold for it and holds now fires; without it,
+// the current truth becomes the baseline and nothing fires (a condition added to a running
+// deployment does not fire for every object it already holds for).
+func (in *intake) baseline(dr DerivingRules, c Change, held, unknown []string) []string {
+	out := slices.Clone(held)
+	var before []string
+	if c.Old != nil {
+		before = dr.Derive(Change{Type: event.Modified, Origin: c.Origin, Object: c.Old}, nil).Held
+	}
+	for _, name := range unknown {
+		if (c.Old == nil || slices.Contains(before, name)) && !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // derivedMessages builds the messages of a change's derived events: meta is the change's,
@@ -275,7 +311,7 @@ func (in *intake) publishedDeleteDerived(ctx context.Context, key string, tomb e
 	if obj == nil {
 		obj = in.src.tombstone(key, prev).Object
 	}
-	fired, _, _ := in.derive(Change{Type: event.Deleted, Origin: meta.Origin, Object: obj, Old: last}, key, meta.UID, prev, true)
+	fired, _, _, _ := in.derive(Change{Type: event.Deleted, Origin: meta.Origin, Object: obj, Old: last}, key, meta.UID, prev, true)
 	if len(fired) == 0 {
 		return nil
 	}

@@ -95,7 +95,7 @@ func (in *intake) offerMarked(ctx context.Context, obj object, t event.Type, ori
 			Msg("filter expression failed: publishing the change; further failures of this rule are only counted")
 	}
 	prev, _ := in.index.get(key)
-	fired, heldBefore, held := in.derive(c, key, meta.UID, prev, indexed)
+	fired, heldBefore, held, learned := in.derive(c, key, meta.UID, prev, indexed)
 	var since entry // the index record before the change, when of the same object
 	if indexed && prev.UID == meta.UID {
 		since = prev
@@ -143,12 +143,13 @@ func (in *intake) offerMarked(ctx context.Context, obj object, t event.Type, ori
 			}
 			return in.send(ctx, it)
 		}
-		if t != event.Deleted && (len(fired) > 0 || held != heldBefore || in.derives() && since.UID == "") {
+		if t != event.Deleted && (len(fired) > 0 || held != heldBefore || learned || in.derives() && since.UID == "") {
 			// The change publishes derived events, or a state condition rose or fell: the
 			// index records it, so that neither a replay nor a relist fires again. An object
 			// the index does not hold is recorded too when the source derives events, so
 			// that a replay of its next change knows which state conditions held before it
-			// (none, for a new object) instead of finding an object it cannot place.
+			// (none, for a new object) instead of finding an object it cannot place; and an
+			// entry that did not know some state conditions (learned) records them now.
 			in.index.put(key, entry{UID: meta.UID, ResourceVersion: meta.ResourceVersion, Held: held})
 			id := meta.ID()
 			it := &item{key: key, index: withID(in.src.record(key, meta.UID, meta.ResourceVersion, held), id, "index"), rv: checkpointRV}
@@ -216,7 +217,7 @@ func (in *intake) emitUnpublished(ctx context.Context, obj object) error {
 	// The state conditions that hold are recorded, without publishing their events: the
 	// sync that publishes nothing announces no transition either, and the object's next
 	// change fires only what starts to hold then.
-	_, _, held := in.derive(Change{Type: event.Added, Origin: event.InitialSync, Object: shaped}, key, meta.UID, entry{}, false)
+	_, _, held, _ := in.derive(Change{Type: event.Added, Origin: event.InitialSync, Object: shaped}, key, meta.UID, entry{}, false)
 	in.index.put(key, entry{UID: meta.UID, ResourceVersion: meta.ResourceVersion, Held: held})
 	id := meta.ID()
 	it := &item{key: key, index: withID(in.src.record(key, meta.UID, meta.ResourceVersion, held), id, "index")}
@@ -263,7 +264,7 @@ func (in *intake) emitInferredDeleteMarked(ctx context.Context, key string, prev
 	}
 	c := Change{Type: event.Deleted, Origin: event.Relist, Object: last, Old: old}
 	v := in.src.rules.Decide(c)
-	fired, _, _ := in.derive(c, key, prev.UID, prev, true)
+	fired, _, _, _ := in.derive(c, key, prev.UID, prev, true)
 	if !v.Publish {
 		id := meta.ID()
 		it := &item{key: key, index: withID(in.src.record(key, "", "", ""), id, "index")}
