@@ -154,6 +154,18 @@ type Derivation struct {
 // HasDerived reports whether the rule derives events.
 func (p *Program) HasDerived() bool { return len(p.derived) > 0 }
 
+// StateNames returns the names of the rule's state conditions (those that do not mention
+// oldObject), in rule order.
+func (p *Program) StateNames() []string {
+	var out []string
+	for _, cd := range p.derived {
+		if !cd.transition {
+			out = append(out, cd.name)
+		}
+	}
+	return out
+}
+
 // Derive decides which derived events c fires. held names the state conditions that held
 // for the object's previous state (nil when the object is new or none held; names no longer
 // in the rule are ignored). A state condition fires when it holds for c.Object and is not in

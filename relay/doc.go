@@ -23,8 +23,13 @@
 //     when that is filtered) and before its index record, in the same per-object order. The
 //     index record keeps which state conditions held, so a condition fires once per rise
 //     across restarts, relists (origin relist) and failovers; a change that only makes one
-//     rise or fall writes its index record. With a PublishedLog, a derived event a crash
-//     left without its index record is not published again past the duplicate window.
+//     rise or fall writes its index record, and so does the first change seen of an object
+//     (even filtered). With a PublishedLog, a derived event a crash left without its index
+//     record is not published again past the duplicate window (nor by a relist, for a
+//     state condition), and the derived events of a delete a crash left without them are
+//     published by the relist that finds the delete in the stream. Only changes at or below
+//     the replay horizon (the cluster's resourceVersion when the intake started) read the
+//     stream for this; live changes past it do not.
 //   - Changes of one object are published one at a time, in resourceVersion order; a failed
 //     publish is retried, and nothing of that object overtakes it.
 //   - Each event has a deterministic message id (event.Meta.ID), so JetStream's duplicate

@@ -59,6 +59,13 @@ type intake struct {
 	// derivedNone when it held none, so that no derived event needs a look-up (see
 	// derivedPublished).
 	derivedChecked, derivedNone bool
+	// knows holds the objects whose index entry this run wrote with every state condition
+	// at a resourceVersion that ruleSince takes for older than one of them (replays and
+	// relisted changes): their entries know them all.
+	knows map[string]bool
+	// horizon is the replay horizon: the cluster's resourceVersion when the intake started
+	// ("" until read; see mayBeReplay).
+	horizon string
 	// cache holds shaped states when the rules need previous states; nil otherwise.
 	cache shapedCache
 	// nsSignal wakes the watch when namespace labels changed; nsChanges returns which, with

@@ -95,7 +95,11 @@ func (in *intake) offerMarked(ctx context.Context, obj object, t event.Type, ori
 			Msg("filter expression failed: publishing the change; further failures of this rule are only counted")
 	}
 	prev, _ := in.index.get(key)
-	fired, heldBefore, held := in.derive(c, key, meta.UID, prev, indexed)
+	fired, heldBefore, held, learned := in.derive(c, key, meta.UID, prev, indexed)
+	var since entry // the index record before the change, when of the same object
+	if indexed && prev.UID == meta.UID {
+		since = prev
+	}
 	if len(fired) > 0 && t != event.Added && (!indexed || prev.UID != meta.UID) && in.changeReplayed(ctx, meta) {
 		// A replay of a change handled before a crash, whose object the index no longer
 		// holds: what it derived is published. Not for an added: no state condition held
@@ -119,22 +123,39 @@ func (in *intake) offerMarked(ctx context.Context, obj object, t event.Type, ori
 			}
 			if len(fired) > 0 {
 				base, _, _ := in.src.message(meta, shaped, old, obj.Body, marks)
-				it.derived = in.derivedMessages(ctx, meta, base, fired)
+				it.derived = in.derivedMessages(ctx, meta, base, fired, since, "")
 			}
 			if it.current() == nil && checkpointRV == "" {
 				return nil
 			}
 			return in.send(ctx, it)
 		}
-		if t != event.Deleted && (len(fired) > 0 || held != heldBefore) {
+		if t == event.Deleted && len(fired) > 0 {
+			// A filtered delete of an object the index does not hold (a relay before
+			// this one did not record the objects its derived rules saw, or the index was
+			// purged): derived with no state condition held before it, as a published
+			// delete of such an object is. A replay of a delete whose entry the delete
+			// removed derives nothing (changeReplayed above).
+			base, _, _ := in.src.message(meta, shaped, old, obj.Body, marks)
+			it := &item{key: key, derived: in.derivedMessages(ctx, meta, base, fired, since, ""), rv: checkpointRV}
+			if it.current() == nil && checkpointRV == "" {
+				return nil
+			}
+			return in.send(ctx, it)
+		}
+		if t != event.Deleted && (len(fired) > 0 || held != heldBefore || learned || in.derives() && since.UID == "") {
 			// The change publishes derived events, or a state condition rose or fell: the
-			// index records it, so that neither a replay nor a relist fires again.
+			// index records it, so that neither a replay nor a relist fires again. An object
+			// the index does not hold is recorded too when the source derives events, so
+			// that a replay of its next change knows which state conditions held before it
+			// (none, for a new object) instead of finding an object it cannot place; and an
+			// entry that did not know some state conditions (learned) records them now.
 			in.index.put(key, entry{UID: meta.UID, ResourceVersion: meta.ResourceVersion, Held: held})
 			id := meta.ID()
 			it := &item{key: key, index: withID(in.src.record(key, meta.UID, meta.ResourceVersion, held), id, "index"), rv: checkpointRV}
 			if len(fired) > 0 {
 				base, _, _ := in.src.message(meta, shaped, old, obj.Body, marks)
-				it.derived = in.derivedMessages(ctx, meta, base, fired)
+				it.derived = in.derivedMessages(ctx, meta, base, fired, since, held)
 			}
 			if it.current() == nil && checkpointRV == "" {
 				return nil
@@ -148,14 +169,15 @@ func (in *intake) offerMarked(ctx context.Context, obj object, t event.Type, ori
 	} else {
 		in.index.put(key, entry{UID: meta.UID, ResourceVersion: meta.ResourceVersion, Held: held})
 	}
-	return in.emitShaped(ctx, meta, shaped, old, obj.Body, checkpointRV, marks, fired, held)
+	return in.emitShaped(ctx, meta, shaped, old, obj.Body, checkpointRV, marks, fired, since, held)
 }
 
 // emitShaped queues the event of a change that passed the rules, with its derived events
-// (fired) and held, the state conditions that hold after it, for the index record; body is
-// the object's JSON read as is (nil: the rules encode shaped); checkpointRV is the
+// (fired) and held, the state conditions that hold after it, for the index record; since is
+// the object's index record before the change when of the same object (uid); body is the
+// object's JSON read as is (nil: the rules encode shaped); checkpointRV is the
 // resourceVersion the checkpoint may move to once it is acked (empty for list items).
-func (in *intake) emitShaped(ctx context.Context, meta event.Meta, shaped, old map[string]any, body []byte, checkpointRV string, marks eventMarks, fired []DerivedEvent, held string) error {
+func (in *intake) emitShaped(ctx context.Context, meta event.Meta, shaped, old map[string]any, body []byte, checkpointRV string, marks eventMarks, fired []DerivedEvent, since entry, held string) error {
 	msg, mirror, omitted := in.src.message(meta, shaped, old, body, marks)
 	id := msg.Header.Get(nats.MsgIdHdr)
 	key := metaKey(meta)
@@ -173,8 +195,9 @@ func (in *intake) emitShaped(ctx context.Context, meta event.Meta, shaped, old m
 		Str("rv", meta.ResourceVersion).Int("derived", len(fired)).Msg("event")
 	it := &item{key: key, msg: msg, mirror: withID(mirror, id, "mirror"), index: withID(record, id, "index"), rv: checkpointRV}
 	if len(fired) > 0 {
-		it.derived = in.derivedMessages(ctx, meta, msg, fired)
+		it.derived = in.derivedMessages(ctx, meta, msg, fired, since, held)
 	}
+	it.refusedIndex = in.refusedRecord(key, meta, since, held, id)
 	return in.send(ctx, it)
 }
 
@@ -194,7 +217,7 @@ func (in *intake) emitUnpublished(ctx context.Context, obj object) error {
 	// The state conditions that hold are recorded, without publishing their events: the
 	// sync that publishes nothing announces no transition either, and the object's next
 	// change fires only what starts to hold then.
-	_, _, held := in.derive(Change{Type: event.Added, Origin: event.InitialSync, Object: shaped}, key, meta.UID, entry{}, false)
+	_, _, held, _ := in.derive(Change{Type: event.Added, Origin: event.InitialSync, Object: shaped}, key, meta.UID, entry{}, false)
 	in.index.put(key, entry{UID: meta.UID, ResourceVersion: meta.ResourceVersion, Held: held})
 	id := meta.ID()
 	it := &item{key: key, index: withID(in.src.record(key, meta.UID, meta.ResourceVersion, held), id, "index")}
@@ -222,11 +245,13 @@ func (in *intake) emitInferredDeleteMarked(ctx context.Context, key string, prev
 		delete(in.cache, key)
 	}
 	meta := in.src.meta(obj, event.Deleted, event.Relist)
-	if id, ok := in.deletePublished(ctx, meta); ok {
-		// Published before a crash that lost its index record: write only the record.
+	if h, body, ok := in.deletePublished(ctx, meta); ok {
+		// Published before a crash that lost its index record: write only the record, and
+		// the delete's derived events the crash may have kept from being published.
 		in.src.note(NoteDeletePublished)
 		in.log.Info().Str("key", key).Str("uid", prev.UID).Msg("delete already published: not inferred again")
-		it := &item{key: key, index: withID(in.src.record(key, "", "", ""), id, "index")}
+		it := &item{key: key, index: withID(in.src.record(key, "", "", ""), h.Get(nats.MsgIdHdr), "index")}
+		it.derived = in.publishedDeleteDerived(ctx, key, meta, prev, old, h, body)
 		if it.current() == nil {
 			return nil
 		}
@@ -239,7 +264,7 @@ func (in *intake) emitInferredDeleteMarked(ctx context.Context, key string, prev
 	}
 	c := Change{Type: event.Deleted, Origin: event.Relist, Object: last, Old: old}
 	v := in.src.rules.Decide(c)
-	fired, _, _ := in.derive(c, key, prev.UID, prev, true)
+	fired, _, _, _ := in.derive(c, key, prev.UID, prev, true)
 	if !v.Publish {
 		id := meta.ID()
 		it := &item{key: key, index: withID(in.src.record(key, "", "", ""), id, "index")}
@@ -248,7 +273,7 @@ func (in *intake) emitInferredDeleteMarked(ctx context.Context, key string, prev
 		}
 		if len(fired) > 0 {
 			base, _, _ := in.src.message(meta, obj.Object, old, nil, marks)
-			it.derived = in.derivedMessages(ctx, meta, base, fired)
+			it.derived = in.derivedMessages(ctx, meta, base, fired, prev, "")
 		}
 		if it.current() == nil {
 			return nil
@@ -256,7 +281,7 @@ func (in *intake) emitInferredDeleteMarked(ctx context.Context, key string, prev
 		return in.send(ctx, it)
 	}
 	in.log.Debug().Str("key", key).Str("uid", prev.UID).Msg("inferred delete")
-	return in.emitShaped(ctx, meta, obj.Object, old, nil, "", marks, fired, "")
+	return in.emitShaped(ctx, meta, obj.Object, old, nil, "", marks, fired, prev, "")
 }
 
 // selected reports whether objects in namespace ns are relayed under the source's namespace

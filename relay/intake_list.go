@@ -86,6 +86,7 @@ func (in *intake) list(ctx context.Context, origin event.Origin) (string, error)
 			delete(in.cache, key)
 		}
 	}
+	in.setHorizon(listRV)
 	if err := in.markUrgent(ctx, listRV); err != nil {
 		return "", err
 	}

@@ -39,6 +39,10 @@ type item struct {
 	// index, when set, records the change in the durable object index; it is published after
 	// msg and derived are acked. The item is done only when every step is acked.
 	index *nats.Msg
+	// refusedIndex, when set, replaces index if NATS refuses the event for good: it records
+	// the state conditions the derived events went out for without the refused change (see
+	// intake.refusedRecord).
+	refusedIndex *nats.Msg
 	// step counts the steps (mirror, msg, derived, index) acked or given up so far.
 	step int
 	// mirrorReduced is set once the mirror record was replaced by the object's identity

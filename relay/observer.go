@@ -85,6 +85,11 @@ const (
 	// NoteDerivedPublished is a derived event the stream shows was published already (a
 	// crash lost its change's index record): not published again.
 	NoteDerivedPublished
+	// NoteStreamReadDerived and NoteStreamReadDelete are synchronous reads of the stream's
+	// last message on a subject: before a derived event of a change a previous run may have
+	// published (see the replay horizon in derivedPublished), and before an inferred delete.
+	NoteStreamReadDerived
+	NoteStreamReadDelete
 )
 
 // filteredNote is the note of a change the rules suppressed for reason.

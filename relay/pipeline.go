@@ -449,8 +449,9 @@ func (p *pipeline) refused(it *item, why Refusal, err error) bool {
 	case StepEvent:
 		// The derived events do not depend on the change's own event (as when it is
 		// filtered): they still go out, each given up alone if refused too. The index
-		// record does not: it records only changes whose event was published.
-		it.index = nil
+		// record does not: it records only changes whose event was published, and the
+		// state conditions the derived events went out for (refusedIndex, when set).
+		it.index = it.refusedIndex
 		it.step++
 		return it.current() != nil
 	}

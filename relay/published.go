@@ -31,12 +31,25 @@ type PublishedLog interface {
 	LastHeader(ctx context.Context, subject string) (h nats.Header, ok bool, err error)
 }
 
+// PublishedBodies is a PublishedLog that also returns the last message's body; a source asks
+// its PublishedLog for it with a type assertion. Without it, a delete found in the stream
+// after a crash derives its derived events from the last state the relay holds (the cached
+// previous state, else the object's identity) instead of the delete's own body.
+type PublishedBodies interface {
+	// LastMessage returns the headers and body of the last message on subject; ok is false
+	// when the stream holds none.
+	LastMessage(ctx context.Context, subject string) (h nats.Header, data []byte, ok bool, err error)
+}
+
 // StreamLog is the PublishedLog of a JetStream stream.
 type StreamLog struct {
 	Stream jetstream.Stream
 }
 
-var _ PublishedLog = StreamLog{}
+var (
+	_ PublishedLog    = StreamLog{}
+	_ PublishedBodies = StreamLog{}
+)
 
 // LastHeader returns the headers of the stream's last message on subject.
 func (l StreamLog) LastHeader(ctx context.Context, subject string) (nats.Header, bool, error) {
@@ -50,32 +63,48 @@ func (l StreamLog) LastHeader(ctx context.Context, subject string) (nats.Header,
 	return m.Header, true, nil
 }
 
+// LastMessage returns the headers and body of the stream's last message on subject.
+func (l StreamLog) LastMessage(ctx context.Context, subject string) (nats.Header, []byte, bool, error) {
+	m, err := l.Stream.GetLastMsgForSubject(ctx, subject)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil, nil, false, nil
+	}
+	if err != nil {
+		return nil, nil, false, fmt.Errorf("last message on %s: %w", subject, err)
+	}
+	return m.Header, m.Data, true, nil
+}
+
 // deletePublished reports whether the delete of the indexed object prev (key's uid) was
 // published already: the last event on the object's subjects, of any type, is a delete of that
 // uid. A delete is published before its index record is written (see ObjectIndex), so a relay
 // killed between the two finds the object gone but still indexed; without this look-up the
 // relist would publish a second delete, inferred, with the older indexed resourceVersion and
 // therefore another id. The look-up does not depend on the duplicate window, only on the
-// stream still holding the event (its max age and limits). It returns the id of that delete.
+// stream still holding the event (its max age and limits). It returns that delete: its
+// headers, and its body when the source derives events and its PublishedLog gives bodies
+// (see PublishedBodies), so that the delete's derived events, which a crash may have kept
+// from being published, are derived from what the delete carried.
 //
 // When the stream cannot be read (no PublishedLog, an error, a timeout, or within
 // publishedLookupPause of a failed read) it reports false: the inferred delete is then
 // published, at worst a second time, never lost.
-func (in *intake) deletePublished(ctx context.Context, meta event.Meta) (id string, published bool) {
+func (in *intake) deletePublished(ctx context.Context, meta event.Meta) (h nats.Header, body []byte, published bool) {
 	if in.src.published == nil {
-		return "", false
+		return nil, nil, false
 	}
 	f := event.Filter{Prefix: in.src.cfg.Prefix, Cluster: meta.Cluster, Group: meta.Group,
 		Version: meta.Version, Resource: meta.Resource, Namespace: meta.Namespace, ClusterScoped: meta.Namespace == "", Name: meta.Name}
-	h, ok, err := in.lookup(ctx, f.String(), metaKey(meta))
+	_, derives := in.src.rules.(DerivingRules)
+	h, body, ok, err := in.read(ctx, f.String(), metaKey(meta), NoteStreamReadDelete, derives)
 	if err != nil || !ok {
-		return "", false
+		return nil, nil, false
 	}
 	last, err := event.MetaFromHeader(h)
 	if err != nil || last.Type != event.Deleted || last.UID != meta.UID {
-		return "", false
+		return nil, nil, false
 	}
-	return h.Get(nats.MsgIdHdr), true
+	return h, body, true
 }
 
 // errLookupPaused is lookup's error within publishedLookupPause of a failed read.
@@ -83,19 +112,37 @@ var errLookupPaused = errors.New("reads of the stream paused after a failure")
 
 // lookup reads the headers of the stream's last message on subject, for the object key,
 // within publishedLookupTimeout; after a failure it logs once and fails every look-up for
-// publishedLookupPause.
-func (in *intake) lookup(ctx context.Context, subject, key string) (nats.Header, bool, error) {
+// publishedLookupPause. Each read is counted as purpose (a NoteStreamRead note).
+func (in *intake) lookup(ctx context.Context, subject, key string, purpose Note) (nats.Header, bool, error) {
+	h, _, ok, err := in.read(ctx, subject, key, purpose, false)
+	return h, ok, err
+}
+
+// read is lookup that also returns the message's body when withBody is set and the source's
+// PublishedLog gives bodies.
+func (in *intake) read(ctx context.Context, subject, key string, purpose Note, withBody bool) (nats.Header, []byte, bool, error) {
 	if in.src.clock.Since(in.publishedFailed) < publishedLookupPause {
-		return nil, false, errLookupPaused
+		return nil, nil, false, errLookupPaused
 	}
 	ctx, cancel := context.WithTimeout(ctx, publishedLookupTimeout)
 	defer cancel()
-	h, ok, err := in.src.published.LastHeader(ctx, subject)
+	in.src.note(purpose)
+	var (
+		h    nats.Header
+		body []byte
+		ok   bool
+		err  error
+	)
+	if pb, bodies := in.src.published.(PublishedBodies); withBody && bodies {
+		h, body, ok, err = pb.LastMessage(ctx, subject)
+	} else {
+		h, ok, err = in.src.published.LastHeader(ctx, subject)
+	}
 	if err != nil {
 		in.publishedFailed = in.src.clock.Now()
 		in.log.Warn().Err(err).Str("key", key).Stringer("pause", publishedLookupPause).
 			Msg("could not read the stream before an inferred delete or a derived event: publishing them without looking (at worst a second time)")
-		return nil, false, err
+		return nil, nil, false, err
 	}
-	return h, ok, nil
+	return h, body, ok, nil
 }

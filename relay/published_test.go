@@ -53,11 +53,11 @@ func TestDeletePublishedOnlyWhenTheObjectsLastEventIsItsDelete(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			src.published = tt.log
 			in := &intake{src: src, log: zerolog.Nop()}
-			id, got := in.deletePublished(context.Background(), gone)
+			h, _, got := in.deletePublished(context.Background(), gone)
 			if got != tt.want {
 				t.Errorf("published: got %v, want %v", got, tt.want)
 			}
-			if got && id != tt.log.meta.ID() {
+			if id := h.Get(nats.MsgIdHdr); got && id != tt.log.meta.ID() {
 				t.Errorf("id: got %q, want the stream's %q", id, tt.log.meta.ID())
 			}
 			if want := "kube.prod.core.v1.configmaps.ns.cm.*"; tt.log.subject != want {

@@ -47,6 +47,7 @@ func (in *intake) checkResume(ctx context.Context, rv, rvField, newest string) e
 	}
 	rvAhead, indexAhead := rvLess(current, rv), rvLess(current, newest)
 	if !rvAhead && !indexAhead {
+		in.setHorizon(current)
 		return nil
 	}
 	in.src.note(NoteAhead)

@@ -84,6 +84,9 @@ type Source struct {
 	nsClient func(ns string) reader
 	// published, when set, is read before an inferred delete (see deletePublished).
 	published PublishedLog
+	// since records from when the index knows each state condition (see ruleSince); nil
+	// without a StateNamer's rules or a durable index: every entry knows them all.
+	since ruleSince
 
 	// pipe is the running pipeline, for status.
 	pipe atomic.Pointer[pipeline]
@@ -357,6 +360,9 @@ func (s *Source) loadOnce(ctx context.Context, log zerolog.Logger) (string, erro
 		}
 		s.index, s.journal = loaded, j
 		log.Info().Int("objects", s.index.len()).Stringer("took", time.Since(start).Round(time.Millisecond)).Msg("object index loaded")
+		if err := s.loadRuleSince(ctx, s.index.newest()); err != nil {
+			return "", err
+		}
 	}
 	return rv, nil
 }

@@ -47,6 +47,7 @@ type metrics struct {
 	expired         *prometheus.CounterVec
 	ahead           *prometheus.CounterVec
 	replays         *prometheus.CounterVec
+	streamReads     *prometheus.CounterVec
 	filtered        *prometheus.CounterVec
 	filterErrors    *prometheus.CounterVec
 	undeliverable   *prometheus.CounterVec
@@ -86,6 +87,9 @@ func newMetrics() *metrics {
 	m.replays = counter("replays_suppressed_total",
 		"Replayed changes kept out: by the object index (never published again), by the stream (a delete the relist would infer that the stream holds already) or by the JetStream duplicate window (published, dropped by the server as a repeat).",
 		"resource", "by")
+	m.streamReads = counter("stream_reads_total",
+		"Synchronous reads of the stream's last message on an object's subjects, by purpose: derived (before a derived event of a change a previous run may have published, at or below the replay horizon) and delete (before a delete the relist would infer).",
+		"resource", "purpose")
 	m.filtered = counter("changes_filtered_total",
 		"Changes the rules kept out, by reason: namespace (not selected), event-type, when (the expression returned false), quiet (only quiet fields changed).",
 		"resource", "reason")
@@ -97,7 +101,7 @@ func newMetrics() *metrics {
 	m.leader = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: metricsNamespace, Name: "leader",
 		Help: "1 while this process relays (holds the lease, or runs without leader election), 0 while it stands by."})
 	m.reg.MustRegister(m.published, m.oversize, m.publishErrors, m.publishRetries, m.publishDuration, m.lag,
-		m.lists, m.expired, m.ahead, m.replays, m.filtered, m.filterErrors, m.undeliverable, m.leader, &m.sampled,
+		m.lists, m.expired, m.ahead, m.replays, m.streamReads, m.filtered, m.filterErrors, m.undeliverable, m.leader, &m.sampled,
 		buildInfo(),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -157,6 +161,10 @@ func (o sourceObserver) Noted(n relay.Note) {
 		o.m.replays.WithLabelValues(o.resource, "index").Inc()
 	case relay.NoteDeletePublished, relay.NoteDerivedPublished:
 		o.m.replays.WithLabelValues(o.resource, "stream").Inc()
+	case relay.NoteStreamReadDerived:
+		o.m.streamReads.WithLabelValues(o.resource, "derived").Inc()
+	case relay.NoteStreamReadDelete:
+		o.m.streamReads.WithLabelValues(o.resource, "delete").Inc()
 	case relay.NoteFilteredNamespace:
 		o.m.filtered.WithLabelValues(o.resource, "namespace").Inc()
 	case relay.NoteFilteredEventType:
@@ -194,6 +202,9 @@ func (m *metrics) observe(sources []*relay.Source, ckpts *trackedCheckpoints, nc
 		}
 		for _, by := range []string{"index", "dedup"} {
 			m.replays.WithLabelValues(res, by)
+		}
+		for _, purpose := range []string{"derived", "delete"} {
+			m.streamReads.WithLabelValues(res, purpose)
 		}
 		for _, reason := range []string{"namespace", "event-type", "when", "quiet"} {
 			m.filtered.WithLabelValues(res, reason)

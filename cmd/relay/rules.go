@@ -18,6 +18,7 @@ type sourceRules struct{ p *filter.Program }
 var (
 	_ relay.Rules          = sourceRules{}
 	_ relay.DerivingRules  = derivingRules{}
+	_ relay.StateNamer     = derivingRules{}
 	_ relay.NamespaceRules = sourceRules{}
 	_ relay.AsReadRules    = sourceRules{}
 )
@@ -76,6 +77,9 @@ func rulesOf(p *filter.Program, log zerolog.Logger) relay.Rules {
 	}
 	return sourceRules{p}
 }
+
+// StateNames names the rule's state conditions.
+func (r derivingRules) StateNames() []string { return r.p.StateNames() }
 
 func (r derivingRules) Derive(c relay.Change, held []string) relay.Derivation {
 	// Like Decide: the conditions' cost limit bounds an evaluation.

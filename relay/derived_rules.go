@@ -1,0 +1,103 @@
+package relay
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+)
+
+// StateNamer is DerivingRules that name their state conditions; a source asks its rules for
+// it with a type assertion. With it, the source records from when it knows each state
+// condition (see ruleSince), so that a condition added to a running deployment does not fire
+// on the next change of every object it already holds for.
+type StateNamer interface {
+	// StateNames names the state conditions, in rule order.
+	StateNames() []string
+}
+
+// derivedRulesSuffix ends the checkpoint key under which a source records its ruleSince:
+// source keys have four parts, or five with a selector part that starts "sel-", so no
+// source's key ends with it.
+const derivedRulesSuffix = ".derived"
+
+// ruleSince maps each state condition of a source's rules to the index's newest
+// resourceVersion when the source first ran with it: an index entry at or below it may have
+// been written before the condition existed and does not know whether it held; "" when every
+// entry knows (the index was empty then). It is written through the Checkpointer, under the
+// source's key with derivedRulesSuffix, as "name=rv" pairs joined by commas (names are DNS
+// labels, resourceVersions integers: neither holds "=" or ",").
+type ruleSince map[string]string
+
+// parseRuleSince reads a ruleSince; pairs it cannot read are left out (their conditions are
+// then taken as new).
+func parseRuleSince(v string) ruleSince {
+	rs := make(ruleSince)
+	for pair := range strings.SplitSeq(v, ",") {
+		if name, rv, ok := strings.Cut(pair, "="); ok && name != "" {
+			rs[name] = rv
+		}
+	}
+	return rs
+}
+
+// String writes rs as parseRuleSince reads it, sorted by name.
+func (rs ruleSince) String() string {
+	pairs := make([]string, 0, len(rs))
+	for _, name := range slices.Sorted(maps.Keys(rs)) {
+		pairs = append(pairs, name+"="+rs[name])
+	}
+	return strings.Join(pairs, ",")
+}
+
+// update returns rs for the state conditions names: a condition it lacks is known from
+// newest on, one no longer named is dropped (added back later, it is new again). changed
+// reports whether the result differs from rs.
+func (rs ruleSince) update(names []string, newest string) (out ruleSince, changed bool) {
+	out = make(ruleSince, len(names))
+	for _, name := range names {
+		since, ok := rs[name]
+		if !ok {
+			since, changed = newest, true
+		}
+		out[name] = since
+	}
+	return out, changed || len(out) != len(rs)
+}
+
+// unknown returns the state conditions e does not know: those added after e was written. An
+// entry whose resourceVersion is not an integer is taken to know them all.
+func (rs ruleSince) unknown(e entry) []string {
+	var out []string
+	for name, since := range rs {
+		if since != "" && wellFormedRV(e.ResourceVersion) && !rvLess(since, e.ResourceVersion) {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// loadRuleSince reads the source's ruleSince, brings it up to the state conditions of its
+// rules with newest, the index's newest resourceVersion as loaded, and saves it when that
+// changed it. A source whose rules do not name their state conditions keeps none.
+func (s *Source) loadRuleSince(ctx context.Context, newest string) error {
+	sn, ok := s.rules.(StateNamer)
+	if !ok || s.ckpt == nil {
+		return nil
+	}
+	key := s.key + derivedRulesSuffix
+	v, _, err := s.ckpt.Load(ctx, key)
+	if err != nil {
+		return fmt.Errorf("load derived rules record %q: %w", key, err)
+	}
+	rs, changed := parseRuleSince(v).update(sn.StateNames(), newest)
+	if changed {
+		if err := s.ckpt.Save(ctx, key, rs.String()); err != nil {
+			return fmt.Errorf("save derived rules record %q: %w", key, err)
+		}
+	}
+	s.since = rs
+	return nil
+}
