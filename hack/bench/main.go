@@ -55,6 +55,8 @@ func run(ctx context.Context, args []string) error {
 	steadyObjects := fs.Int("steady-objects", full.SteadyObjects, "ConfigMaps the steady-state writes cycle through (quick: 500)")
 	steadyRates := fs.String("steady-rates", joinInts(full.SteadyRates), "comma-separated steady-state write rates, changes/s")
 	steadyDuration := fs.Duration("steady-duration", full.SteadyDuration, "length of each steady-state window (quick: 5s)")
+	sweepObjects := fs.String("sweep-objects", joinInts(full.SweepObjects), "comma-separated ascending object counts of the sweep, the initial sync at several sizes (quick: 1000,2500,5000)")
+	sweepRounds := fs.Int("sweep-rounds", full.SweepRounds, "rounds of the sweep at each size")
 	memoryObjects := fs.String("memory-objects", joinInts(full.MemoryObjects), "comma-separated ascending object counts memory is measured at (quick: 2000,10000)")
 	budgetSecrets := fs.Int("budget-secrets", full.BudgetSecrets, "Secrets of about 870 KB the budget scenario relays from one namespace")
 	budgetObjects := fs.Int("budget-objects", full.BudgetObjects, "small ConfigMaps the budget scenario relays (quick: 10000)")
@@ -100,6 +102,10 @@ func run(ctx context.Context, args []string) error {
 			cfg.SteadyRates, err = parseInts(*steadyRates)
 		case "steady-duration":
 			cfg.SteadyDuration = *steadyDuration
+		case "sweep-objects":
+			cfg.SweepObjects, err = parseInts(*sweepObjects)
+		case "sweep-rounds":
+			cfg.SweepRounds = *sweepRounds
 		case "memory-objects":
 			cfg.MemoryObjects, err = parseInts(*memoryObjects)
 		case "budget-secrets":
