@@ -145,8 +145,9 @@ func ratePlot(s *Summary) Plot {
 	return p
 }
 
-// rssPlot is RSS (after the sync and the settle) and peak RSS against object count, from
-// the memory scenario.
+// rssPlot is RSS against object count: after the sync and the settle, from the memory
+// scenario, and the peak during the initial sync (VmHWM, median over rounds), from the
+// sweep when it ran, else from the memory scenario.
 func rssPlot(r *Results) Plot {
 	p := Plot{Title: "Memory: RSS against watched objects", XLabel: "objects (ConfigMaps of about 1 KiB)", YLabel: "MiB"}
 	for _, c := range []string{Relay, RelayBefore, Naive} {
@@ -155,6 +156,14 @@ func rssPlot(r *Results) Plot {
 			if run, ok := r.Memory.find(c, size); ok {
 				rss.Points = append(rss.Points, Point{X: float64(size), Y: mib(run.RSS)})
 				peak.Points = append(peak.Points, Point{X: float64(size), Y: mib(run.PeakRSS)})
+			}
+		}
+		if r.Summary != nil && len(r.Summary.Sweep) > 0 {
+			peak = Series{Name: c + " peak RSS (sweep)", Dashed: true}
+			for i := range r.Summary.Sweep {
+				if x, ok := row(&r.Summary.Sweep[i], c); ok && x.PeakRSS > 0 {
+					peak.Points = append(peak.Points, Point{X: float64(r.Summary.Sweep[i].Events), Y: x.PeakRSS / (1 << 20)})
+				}
 			}
 		}
 		p.Series = append(p.Series, rss, peak)

@@ -21,7 +21,7 @@ func TestSaveWritesThePlotsAndTheOverviewAtTheTop(t *testing.T) {
 		// The fixture's sweep has no relay-before; naive-lean failed at 1,000 objects and
 		// still has its point at 5,000.
 		{ratePlotFile(ModeQuick), []string{Relay, NaiveLean, Naive, MachineLimit}},
-		{rssPlotFile(ModeQuick), []string{"relay RSS", "relay peak RSS", "naive RSS", "naive peak RSS"}},
+		{rssPlotFile(ModeQuick), []string{"relay RSS", "relay peak RSS (sweep)", "naive RSS", "naive peak RSS (sweep)"}},
 	} {
 		b, err := os.ReadFile(filepath.Join(cfg.ArtifactDir, tt.file))
 		if err != nil {
