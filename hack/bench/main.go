@@ -1,6 +1,7 @@
 // Command bench measures kube-nats-relay side by side with the ceiling (nats.go publishing
-// alone), a raw client-go watch and a naive informer-based relay, on a real kube-apiserver,
-// etcd and nats-server on loopback, and writes docs/benchmarks.md. `make bench` runs it;
+// alone), bare lists and watches, the machine limit (a bare list and the ceiling run side by
+// side) and naive informer-based relays, on a real kube-apiserver, etcd and nats-server on
+// loopback, and writes docs/benchmarks.md with its plots. `make bench` runs it;
 // BENCH_FLAGS=-quick scales every size down for a run of a few minutes. See internal/bench.
 //
 // `bench naive ...` runs the naive relay itself; the harness starts it that way as a process

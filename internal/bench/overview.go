@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -88,7 +89,7 @@ func overview(r *Results, s *Summary) *Overview {
 		}
 	}
 	for i := range s.Catchup {
-		rows("catch-up ("+s.Catchup[i].History+")", &s.Catchup[i], []string{RawWatch, Naive}, false)
+		rows("catch-up ("+strings.ReplaceAll(s.Catchup[i].History, "-", " ")+")", &s.Catchup[i], []string{RawWatch, Naive}, false)
 	}
 	if m := r.Memory; m != nil && len(r.Config.MemoryObjects) > 0 {
 		if o.Sizing == nil {

@@ -51,7 +51,7 @@ func TestSaveWritesThePlotsAndTheOverviewAtTheTop(t *testing.T) {
 		"| initial sync | machine-limit | 8081/s | 5434/s | 1.49 | ≥ 0.8: met |",
 		"| initial sync | naive-lean | 8081/s | 3448/s | 2.34 | ≥ 2: met |",
 		"| initial sync | bare-list-json | 8081/s | 7064/s | 1.14 | – |",
-		"| catch-up (watch-cache) | raw-watch | 4564/s | 5457/s | 0.84 | ≥ 0.8: met |",
+		"| catch-up (watch cache) | raw-watch | 4564/s | 5457/s | 0.84 | ≥ 0.8: met |",
 		"![Initial-sync rate against object count](benchmarks/quick-initial-sync-rate.svg)",
 		"![RSS against watched objects](benchmarks/quick-rss.svg)",
 		"- CPU: the relay spends 1.09 CPU seconds per 10,000 objects",
