@@ -32,8 +32,9 @@ demo: tools
 	$(GO) run ./hack/demo $(DEMO_FLAGS)
 
 ## bench: throughput, latency and memory of the relay side by side with the ceiling (nats.go
-## alone), a raw client-go watch and a naive informer relay, on a real control plane and
-## nats-server on loopback; writes docs/benchmarks.md (see hack/bench). The issue's sizes take
+## alone), bare lists and watches, the machine limit and naive informer relays, on a real
+## control plane and nats-server on loopback; writes docs/benchmarks.md and its plots (see
+## hack/bench). The issue's sizes take
 ## about an hour on 2 cores; BENCH_FLAGS=-quick runs reduced sizes in a few minutes.
 # -trimpath: the profiles the bench saves name source files by module path, not by where the
 # repository happens to be checked out.

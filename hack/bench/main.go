@@ -1,6 +1,7 @@
 // Command bench measures kube-nats-relay side by side with the ceiling (nats.go publishing
-// alone), a raw client-go watch and a naive informer-based relay, on a real kube-apiserver,
-// etcd and nats-server on loopback, and writes docs/benchmarks.md. `make bench` runs it;
+// alone), bare lists and watches, the machine limit (a bare list and the ceiling run side by
+// side) and naive informer-based relays, on a real kube-apiserver, etcd and nats-server on
+// loopback, and writes docs/benchmarks.md with its plots. `make bench` runs it;
 // BENCH_FLAGS=-quick scales every size down for a run of a few minutes. See internal/bench.
 //
 // `bench naive ...` runs the naive relay itself; the harness starts it that way as a process
@@ -55,6 +56,8 @@ func run(ctx context.Context, args []string) error {
 	steadyObjects := fs.Int("steady-objects", full.SteadyObjects, "ConfigMaps the steady-state writes cycle through (quick: 500)")
 	steadyRates := fs.String("steady-rates", joinInts(full.SteadyRates), "comma-separated steady-state write rates, changes/s")
 	steadyDuration := fs.Duration("steady-duration", full.SteadyDuration, "length of each steady-state window (quick: 5s)")
+	sweepObjects := fs.String("sweep-objects", joinInts(full.SweepObjects), "comma-separated ascending object counts of the sweep, the initial sync at several sizes (quick: 1000,2500,5000)")
+	sweepRounds := fs.Int("sweep-rounds", full.SweepRounds, "rounds of the sweep at each size")
 	memoryObjects := fs.String("memory-objects", joinInts(full.MemoryObjects), "comma-separated ascending object counts memory is measured at (quick: 2000,10000)")
 	budgetSecrets := fs.Int("budget-secrets", full.BudgetSecrets, "Secrets of about 870 KB the budget scenario relays from one namespace")
 	budgetObjects := fs.Int("budget-objects", full.BudgetObjects, "small ConfigMaps the budget scenario relays (quick: 10000)")
@@ -100,6 +103,10 @@ func run(ctx context.Context, args []string) error {
 			cfg.SteadyRates, err = parseInts(*steadyRates)
 		case "steady-duration":
 			cfg.SteadyDuration = *steadyDuration
+		case "sweep-objects":
+			cfg.SweepObjects, err = parseInts(*sweepObjects)
+		case "sweep-rounds":
+			cfg.SweepRounds = *sweepRounds
 		case "memory-objects":
 			cfg.MemoryObjects, err = parseInts(*memoryObjects)
 		case "budget-secrets":

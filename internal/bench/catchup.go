@@ -106,7 +106,7 @@ func (e *Env) catchup(ctx context.Context, history string) (*Throughput, error) 
 				run = e.catchupRaw(runCtx, rv0, k)
 			case Naive:
 				// No checkpoint: it republishes every object, the changed ones among them.
-				run = e.syncProcess(runCtx, Naive)
+				run = e.syncProcess(runCtx, Naive, nsSync, e.cfg.SyncObjects)
 				run.Published, run.Events = run.Events, k
 			case Relay, RelayBefore:
 				run = e.catchupRelay(runCtx, c, namesFor(c), uint64(n+k), lastRV)

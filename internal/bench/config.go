@@ -23,11 +23,14 @@ const (
 	ScenarioMemory  = "memory"
 	ScenarioBudget  = "budget"
 	ScenarioProfile = "profile"
-	ScenarioMicro   = "micro"
+	// ScenarioSweep is the initial sync at several object counts, for the plot of rate
+	// against object count.
+	ScenarioSweep = "sweep"
+	ScenarioMicro = "micro"
 )
 
 // AllScenarios lists every scenario in run order.
-var AllScenarios = []string{ScenarioSync, ScenarioCatchup, ScenarioSteady, ScenarioMemory, ScenarioBudget, ScenarioProfile, ScenarioMicro}
+var AllScenarios = []string{ScenarioSync, ScenarioCatchup, ScenarioSteady, ScenarioSweep, ScenarioMemory, ScenarioBudget, ScenarioProfile, ScenarioMicro}
 
 // Config sizes a benchmark run. FullConfig has the sizes of issue 7; QuickConfig scales them
 // down so that a run takes a few minutes on a shared 2-core machine.
@@ -52,6 +55,11 @@ type Config struct {
 	SteadyRates []int
 	// SteadyDuration is how long each steady-state window writes.
 	SteadyDuration time.Duration
+	// SweepObjects are the object counts of the sweep, ascending; SweepRounds how many times
+	// each contender syncs each of them (the sweep gives a curve's shape, the initial sync
+	// scenario its precise point).
+	SweepObjects []int
+	SweepRounds  int
 	// MemoryObjects are the numbers of watched objects memory is measured at, ascending.
 	MemoryObjects []int
 	// BudgetSecrets is the number of Secrets of about 870 KB the budget scenario relays from
@@ -106,6 +114,8 @@ func FullConfig() Config {
 		SteadyObjects:  1000,
 		SteadyRates:    []int{200, 1000},
 		SteadyDuration: 30 * time.Second,
+		SweepObjects:   []int{5000, 10000, 25000, 50000},
+		SweepRounds:    1,
 		MemoryObjects:  []int{10000, 100000},
 		BudgetSecrets:  120,
 		BudgetObjects:  100000,
@@ -128,6 +138,7 @@ func QuickConfig() Config {
 	c.CatchupChanges = 2000
 	c.SteadyObjects = 500
 	c.SteadyDuration = 5 * time.Second
+	c.SweepObjects = []int{1000, 2500, 5000}
 	c.MemoryObjects = []int{2000, 10000}
 	c.BudgetObjects = 10000
 	c.Settle = 5 * time.Second
@@ -157,6 +168,9 @@ func (c Config) Validate() error {
 		check(r >= 1, "steady rate %d: want at least 1", r)
 	}
 	check(c.SteadyDuration > 0, "steady duration %s: want more than 0", c.SteadyDuration)
+	check(len(c.SweepObjects) > 0 && slices.IsSorted(c.SweepObjects) && c.SweepObjects[0] >= 1,
+		"sweep objects %v: want ascending sizes of at least 1", c.SweepObjects)
+	check(c.SweepRounds >= 1, "sweep rounds %d: want at least 1", c.SweepRounds)
 	check(len(c.MemoryObjects) > 0 && slices.IsSorted(c.MemoryObjects) && c.MemoryObjects[0] >= 1,
 		"memory objects %v: want ascending sizes of at least 1", c.MemoryObjects)
 	check(c.BudgetSecrets >= 1 && c.BudgetObjects >= 1, "budget secrets %d and objects %d: want at least 1 each", c.BudgetSecrets, c.BudgetObjects)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -84,12 +85,13 @@ func (e *Env) startContender(contender string, n names, namespace, initialSync s
 			"RELAY_LOG_LEVEL=info",
 			"GODEBUG=gctrace=1",
 		}, logPath)
-	case Naive:
-		return startChild(Naive, e.cfg.SelfBin, []string{"naive",
+	case Naive, NaiveLean:
+		return startChild(contender, e.cfg.SelfBin, []string{"naive",
 			"-kubeconfig", e.test.Kube.KubeconfigPath(),
 			"-nats", e.test.NATS.URL(),
 			"-namespace", namespace,
 			"-cluster", n.cluster,
+			"-lean=" + strconv.FormatBool(contender == NaiveLean),
 		}, []string{"GODEBUG=gctrace=1"}, logPath)
 	}
 	return nil, fmt.Errorf("contender %s is not a process", contender)

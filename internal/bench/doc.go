@@ -5,21 +5,26 @@
 // Contenders, run alternately within each round so that a noisy machine hurts them alike:
 //   - ceiling: the same messages (subjects, headers, ids, bodies) published straight from
 //     nats.go asynchronously to the same kind of stream, no Kubernetes in the loop;
-//   - raw watch: a bare client-go list or watch reading the same changes, publishing nothing;
+//   - bare lists (initial sync): the paginated list in JSON and in protobuf, read as bytes
+//     and discarded (references.go);
+//   - machine limit (initial sync): the bare JSON list and the ceiling's publishing of the
+//     same messages run side by side; objects ÷ the longer of the two;
+//   - raw watch (catch-up, steady state): a bare client-go watch reading the same changes,
+//     publishing nothing;
 //   - naive relay: a shared informer whose handlers publish synchronously (naive.go), run as
-//     a separate process;
+//     a separate process; the lean naive relay is the same without any header;
 //   - relay: the kube-nats-relay binary, run as a separate process with its defaults.
 //   - relay-before (with a baseline): the relay built from another revision, run as the
 //     relay is, so that one run compares the two side by side.
 //
 // Scenarios: initial sync, catch-up after a stop, steady-state latency at fixed write rates,
-// and memory and CPU per watched object. Every size is a Config field so that a quick run
+// the initial sync at several object counts (sweep), and memory and CPU per watched object. Every size is a Config field so that a quick run
 // fits in a few minutes on a shared 2-core machine.
 //
 // Results: docs/benchmarks/<mode>.json holds every round's raw numbers and a Summary with
 // every figure the report shows (medians, ratios, targets); the Markdown of
-// docs/benchmarks.md is report.md.tmpl rendered over it, and `-render` rewrites it from the
-// JSON alone. CPU, memory and load come from the kernel through procfs, the relay's own
+// docs/benchmarks.md is report.md.tmpl rendered over it, the plots of its top are SVG files
+// beside the JSON (plot.go), and `-render` rewrites both from the JSON alone. CPU, memory and load come from the kernel through procfs, the relay's own
 // latency from its /metrics through expfmt.
 //
 // What it guarantees: numbers come only from measurements of this run; a contender that

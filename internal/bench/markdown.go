@@ -18,6 +18,9 @@ import (
 const (
 	markAnalysisBegin = "<!-- bench:analysis:begin -->"
 	markAnalysisEnd   = "<!-- bench:analysis:end -->"
+	// The overview at the top is written from the run (see overviewOf) at every save.
+	markOverviewBegin = "<!-- bench:overview:begin -->"
+	markOverviewEnd   = "<!-- bench:overview:end -->"
 )
 
 func markResults(mode, edge string) string { return "<!-- bench:results:" + mode + ":" + edge + " -->" }
@@ -83,7 +86,21 @@ func writeReport(cfg Config, r *Results, jsonPath string) error {
 		analysis = "## Analysis\n\nNot written yet: read the tables, profile what misses a target, and write down here what limits it.\n"
 	}
 
+	if err := os.MkdirAll(cfg.ArtifactDir, 0o755); err != nil {
+		return err
+	}
+	if _, _, err := writePlots(cfg, r); err != nil {
+		return fmt.Errorf("write the plots: %w", err)
+	}
 	var b strings.Builder
+	if err := sectionTemplate.ExecuteTemplate(&b, "title", nil); err != nil {
+		return fmt.Errorf("render the report's title: %w", err)
+	}
+	b.WriteString(markOverviewBegin + "\n")
+	if err := sectionTemplate.ExecuteTemplate(&b, "overview", overviewOf(cfg, r)); err != nil {
+		return fmt.Errorf("render the overview: %w", err)
+	}
+	b.WriteString(markOverviewEnd + "\n\n")
 	if err := sectionTemplate.ExecuteTemplate(&b, "intro", nil); err != nil {
 		return fmt.Errorf("render the report's introduction: %w", err)
 	}
@@ -123,6 +140,7 @@ func mergePrevious(cfg Config, r *Results, path string) *Results {
 	take(ScenarioSync, r.Sync != nil, func() { merged.Sync = old.Sync })
 	take(ScenarioCatchup, r.Catchup != nil, func() { merged.Catchup = old.Catchup })
 	take(ScenarioSteady, r.Steady != nil, func() { merged.Steady = old.Steady })
+	take(ScenarioSweep, r.Sweep != nil, func() { merged.Sweep = old.Sweep })
 	take(ScenarioMemory, r.Memory != nil, func() { merged.Memory = old.Memory })
 	take(ScenarioBudget, r.Budget != nil, func() { merged.Budget = old.Budget })
 	take(ScenarioProfile, r.Profile != nil, func() { merged.Profile = old.Profile })

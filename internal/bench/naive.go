@@ -37,20 +37,22 @@ func NaiveMain(args []string) int {
 	natsURL := fs.String("nats", "", "NATS URL")
 	namespace := fs.String("namespace", "", "namespace to relay")
 	cluster := fs.String("cluster", "", "cluster name in subjects and ids")
+	lean := fs.Bool("lean", false, "publish subject and body only, without headers")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := runNaive(ctx, *kubeconfig, *natsURL, *namespace, *cluster); err != nil {
+	if err := runNaive(ctx, *kubeconfig, *natsURL, *namespace, *cluster, *lean); err != nil {
 		fmt.Fprintln(os.Stderr, "naive:", err)
 		return 1
 	}
 	return 0
 }
 
-// runNaive is the naive relay proper.
-func runNaive(ctx context.Context, kubeconfig, natsURL, namespace, cluster string) error {
+// runNaive is the naive relay proper; lean leaves out every header (CloudEvents attributes,
+// Nats-Msg-Id, the Kubernetes facts): the lean naive relay publishes subject and body only.
+func runNaive(ctx context.Context, kubeconfig, natsURL, namespace, cluster string, lean bool) error {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		return err
@@ -83,7 +85,10 @@ func runNaive(ctx context.Context, kubeconfig, natsURL, namespace, cluster strin
 		meta := event.Meta{Cluster: cluster, Version: "v1", Resource: "configmaps", Kind: "ConfigMap",
 			Namespace: cm.Namespace, Name: cm.Name, UID: string(cm.UID), ResourceVersion: cm.ResourceVersion,
 			Type: t, Origin: event.Live, Time: time.Now()}
-		msg := &nats.Msg{Subject: meta.Subject(prefix).String(), Header: meta.Header(), Data: body}
+		msg := &nats.Msg{Subject: meta.Subject(prefix).String(), Data: body}
+		if !lean {
+			msg.Header = meta.Header()
+		}
 		for ctx.Err() == nil { // retry until acked: losing events is not naive, it is broken
 			if _, err := js.PublishMsg(ctx, msg); err == nil {
 				return

@@ -8,11 +8,10 @@ import (
 
 // Contenders.
 const (
-	Ceiling  = "ceiling"
+	Ceiling = "ceiling"
+	// RawWatch is the bare watch of catch-up and steady state (the initial sync's references
+	// are BareList, BareProto and MachineLimit).
 	RawWatch = "raw-watch"
-	// RawProto is the raw reader with the cheapest encoding, protobuf into typed objects
-	// (initial sync only): what reading costs when JSON is not the format.
-	RawProto = "raw-proto"
 	Naive    = "naive"
 	Relay    = "relay"
 	// RelayBefore is the relay built from another revision (-baseline), measured in the
@@ -26,8 +25,9 @@ const (
 // adds RelayBefore after the relay.
 var contenders = []string{Ceiling, RawWatch, Naive, Relay}
 
-// syncContenders adds the protobuf reader to the initial sync.
-var syncContenders = []string{Ceiling, RawWatch, RawProto, Naive, Relay}
+// syncContenders are the initial sync's: the references of references.go instead of the raw
+// watch, and the lean naive relay beside the naive one.
+var syncContenders = []string{Ceiling, BareList, BareProto, MachineLimit, NaiveLean, Naive, Relay}
 
 // contenders returns the contenders of the catch-up and steady scenarios of this run.
 func (c Config) contenders() []string { return c.withBaseline(contenders) }
@@ -50,7 +50,9 @@ func isRelay(contender string) bool { return contender == Relay || contender == 
 
 // publishesFromKube says the contender relays the watched changes to the stream, so that its
 // latency added to a raw watch's is measured.
-func publishesFromKube(contender string) bool { return isRelay(contender) || contender == Naive }
+func publishesFromKube(contender string) bool {
+	return isRelay(contender) || contender == Naive || contender == NaiveLean
+}
 
 // rotate returns cs starting at position round, so that no contender always runs first (on a
 // cold cache) or last (on a machine warmed or fragmented by the others). The relay and
@@ -82,10 +84,12 @@ type Results struct {
 	Sync     *Throughput   `json:",omitempty"`
 	Catchup  []*Throughput `json:",omitempty"`
 	Steady   []*Steady     `json:",omitempty"`
-	Memory   *Memory       `json:",omitempty"`
-	Budget   *Budget       `json:",omitempty"`
-	Profile  *Profile      `json:",omitempty"`
-	Micro    []Micro       `json:",omitempty"`
+	// Sweep is the initial sync at each of Config.SweepObjects, ascending.
+	Sweep   []*Throughput `json:",omitempty"`
+	Memory  *Memory       `json:",omitempty"`
+	Budget  *Budget       `json:",omitempty"`
+	Profile *Profile      `json:",omitempty"`
+	Micro   []Micro       `json:",omitempty"`
 	// Load is the machine's load average (1, 5, 15 min) before and after each scenario.
 	Load []KV
 	// Measured says when and by which command each scenario's numbers were taken: a run of
@@ -106,6 +110,8 @@ type ConfigSummary struct {
 	SteadyObjects  int
 	SteadyRates    []int
 	SteadyDuration time.Duration
+	SweepObjects   []int `json:",omitempty"`
+	SweepRounds    int   `json:",omitempty"`
 	MemoryObjects  []int
 	BudgetSecrets  int `json:",omitempty"`
 	BudgetObjects  int `json:",omitempty"`
@@ -174,7 +180,13 @@ type TimedRun struct {
 	// and of the harness and the whole machine (busy time of every CPU).
 	ServerCPU map[string]float64 `json:",omitempty"`
 	PeakRSS   int64              `json:",omitempty"`
-	Err       string             `json:",omitempty"`
+	// Bytes is what a bare list read from the apiserver (bare lists and machine limit).
+	Bytes int64 `json:",omitempty"`
+	// ListTook and PublishTook are the machine limit's two halves, run at the same time;
+	// Took is the longer.
+	ListTook    time.Duration `json:",omitempty"`
+	PublishTook time.Duration `json:",omitempty"`
+	Err         string        `json:",omitempty"`
 }
 
 // Rate is events per second.

@@ -21,6 +21,7 @@ func Run(ctx context.Context, cfg Config, save func(*Results) error) (*Results, 
 		Config: ConfigSummary{
 			Rounds: cfg.Rounds, SyncObjects: cfg.SyncObjects, CatchupChanges: cfg.CatchupChanges,
 			SteadyObjects: cfg.SteadyObjects, SteadyRates: cfg.SteadyRates, SteadyDuration: cfg.SteadyDuration,
+			SweepObjects: cfg.SweepObjects, SweepRounds: cfg.SweepRounds,
 			MemoryObjects: cfg.MemoryObjects, BudgetSecrets: cfg.BudgetSecrets, BudgetObjects: cfg.BudgetObjects, Settle: cfg.Settle, ObjectBytes: cfg.ObjectBytes,
 			Writers: cfg.Writers, Scenarios: cfg.Scenarios,
 		},
@@ -36,7 +37,7 @@ func Run(ctx context.Context, cfg Config, save func(*Results) error) (*Results, 
 	}
 
 	needsCluster := false
-	for _, s := range []string{ScenarioSync, ScenarioCatchup, ScenarioSteady, ScenarioMemory, ScenarioBudget, ScenarioProfile} {
+	for _, s := range []string{ScenarioSync, ScenarioCatchup, ScenarioSteady, ScenarioSweep, ScenarioMemory, ScenarioBudget, ScenarioProfile} {
 		needsCluster = needsCluster || cfg.runs(s)
 	}
 	if needsCluster {
@@ -98,6 +99,8 @@ func runCluster(ctx context.Context, cfg Config, res *Results, note func(string,
 		{ScenarioCatchup, func() (err error) { res.Catchup, err = e.runCatchup(ctx); return err }},
 		{ScenarioSteady, func() (err error) { res.Steady, err = e.runSteady(ctx); return err }},
 		{ScenarioProfile, func() (err error) { res.Profile, err = e.runProfile(ctx); return err }},
+		// Before memory, for the same reason: its namespace weighs less than memory's.
+		{ScenarioSweep, func() (err error) { res.Sweep, err = e.runSweep(ctx); return err }},
 		{ScenarioMemory, func() (err error) {
 			last := cfg.MemoryObjects[len(cfg.MemoryObjects)-1]
 			var heapFile string

@@ -6,13 +6,12 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kube-nats-relay/kube-nats-relay/event"
 )
 
 // runSync is scenario 1: SyncObjects ConfigMaps exist; each contender starts from nothing
-// and is timed until every object is acknowledged by JetStream (raw watch: read).
+// and is timed until every object is acknowledged by JetStream (bare lists: read).
 func (e *Env) runSync(ctx context.Context) (*Throughput, error) {
 	n := e.cfg.SyncObjects
 	objs, _, err := e.listObjects(ctx, nsSync)
@@ -30,19 +29,7 @@ func (e *Env) runSync(ctx context.Context) (*Throughput, error) {
 	res := &Throughput{Events: n, MsgBytes: avgSize(msgs), Runs: map[string][]TimedRun{}}
 	for round := range e.cfg.Rounds {
 		for _, c := range rotate(e.cfg.syncContenders(), round) {
-			runCtx, cancel := context.WithTimeoutCause(ctx, e.cfg.RunTimeout, errRunTimeout)
-			var run TimedRun
-			switch c {
-			case Ceiling:
-				run = e.syncCeiling(runCtx, msgs)
-			case RawWatch:
-				run = e.syncRaw(runCtx)
-			case RawProto:
-				run = e.syncRawProto(runCtx)
-			default:
-				run = e.syncProcess(runCtx, c)
-			}
-			cancel()
+			run := e.syncOnce(ctx, c, nsSync, msgs)
 			if ctx.Err() != nil {
 				return res, ctx.Err()
 			}
@@ -52,6 +39,24 @@ func (e *Env) runSync(ctx context.Context) (*Throughput, error) {
 		}
 	}
 	return res, nil
+}
+
+// syncOnce runs one contender's initial sync of namespace, whose objects msgs are the
+// events of, bounded by Config.RunTimeout.
+func (e *Env) syncOnce(ctx context.Context, contender, namespace string, msgs []*nats.Msg) TimedRun {
+	ctx, cancel := context.WithTimeoutCause(ctx, e.cfg.RunTimeout, errRunTimeout)
+	defer cancel()
+	switch contender {
+	case Ceiling:
+		return e.syncCeiling(ctx, msgs)
+	case BareList:
+		return e.syncBare(ctx, namespace, len(msgs), contentJSON)
+	case BareProto:
+		return e.syncBare(ctx, namespace, len(msgs), contentProto)
+	case MachineLimit:
+		return e.syncMachineLimit(ctx, namespace, msgs)
+	}
+	return e.syncProcess(ctx, contender, namespace, len(msgs))
 }
 
 func (e *Env) logRun(scenario, contender string, r TimedRun) {
@@ -78,39 +83,13 @@ func (e *Env) syncCeiling(ctx context.Context, msgs []*nats.Msg) TimedRun {
 	return run
 }
 
-// syncRaw reads every object the way the relay does (dynamic client, pages of 500) and
-// publishes nothing.
-func (e *Env) syncRaw(ctx context.Context) TimedRun {
-	m := e.meter()
-	objs, _, err := e.listObjects(ctx, nsSync)
-	run := TimedRun{Events: len(objs), Took: time.Since(m.start), ServerCPU: m.servers(), Err: errString(err)}
-	return run
-}
-
-// syncRawProto reads every object with a typed client in protobuf, pages of 500.
-func (e *Env) syncRawProto(ctx context.Context) TimedRun {
-	m := e.meter()
-	n, cont := 0, ""
-	for {
-		page, err := e.kube.CoreV1().ConfigMaps(nsSync).List(ctx, metav1.ListOptions{Limit: listPageSize, Continue: cont})
-		if err != nil {
-			return TimedRun{Events: n, Err: err.Error()}
-		}
-		n += len(page.Items)
-		if cont = page.Continue; cont == "" {
-			break
-		}
-	}
-	return TimedRun{Events: n, Took: time.Since(m.start), ServerCPU: m.servers()}
-}
-
-// syncProcess runs the relay binary or the naive relay from nothing (fresh stream, no
-// checkpoint) until the stream holds every object; for the relay also until its checkpoint
-// is written, which happens once every event and index record is acknowledged.
-func (e *Env) syncProcess(ctx context.Context, contender string) TimedRun {
-	n := e.cfg.SyncObjects
+// syncProcess runs the relay binary or a naive relay over the n objects of namespace from
+// nothing (fresh stream, no checkpoint) until the stream holds every object; for the relay
+// also until its checkpoint is written, which happens once every event and index record is
+// acknowledged.
+func (e *Env) syncProcess(ctx context.Context, contender, namespace string, n int) TimedRun {
 	run := TimedRun{Events: n}
-	c, m, nm, end, err := e.startFromNothing(ctx, contender, nsSync)
+	c, m, nm, end, err := e.startFromNothing(ctx, contender, namespace)
 	if err != nil {
 		run.Err = err.Error()
 		return run
@@ -130,7 +109,7 @@ func (e *Env) syncProcess(ctx context.Context, contender string) TimedRun {
 	run.CPU = c.cpu()
 	run.FirstAt, run.Took = m.since(first), m.since(done)
 	if isRelay(contender) {
-		ck, err := e.waitCheckpoint(ctx, nm, nsSync, "", c.failed)
+		ck, err := e.waitCheckpoint(ctx, nm, namespace, "", c.failed)
 		if err != nil {
 			run.Err = "checkpoint: " + err.Error()
 			return run
