@@ -29,7 +29,7 @@ func TestPodTemplateMarshalsToItsBudgetedSize(t *testing.T) {
 	if n := len(b); n < podSpecMinBytes || n > podSpecMaxBytes {
 		t.Errorf("got a template of %d bytes, want %d to %d", n, podSpecMinBytes, podSpecMaxBytes)
 	}
-	if got, want := len(pod.Spec.Containers), 3; got != want {
+	if got, want := len(pod.Spec.Containers), 2; got != want {
 		t.Errorf("got %d containers, want %d", got, want)
 	}
 }
