@@ -43,11 +43,12 @@ type ClusterOptions struct {
 	// kubelet, kwok proves liveness through the node's Lease every 10s and rewrites the Node
 	// only rarely. Tests of Node heartbeat churn set a few seconds.
 	NodeHeartbeat time.Duration
-	// ExtraStages are kwok Stage documents (YAML) kwok runs besides the shipped ones, for
-	// example stages that make Pods' status churn in a benchmark. kwok applies a stage to
+	// ExtraConfig are kwok configuration documents (YAML) given to kwok besides the shipped
+	// stages: Stages, for example ones that make Pods' status churn in a benchmark, or a
+	// KwokConfiguration whose options tune kwok (its parallelism). kwok applies a stage to
 	// every object its selector matches, so an extra stage should select by a label that
 	// only the objects meant for it carry.
-	ExtraStages []string
+	ExtraConfig []string
 	// DisableQPSLimits lifts the client-side rate limits of kube-controller-manager and
 	// kube-scheduler (20 and 50 requests/s by default), as kwokctl's --disable-qps-limits
 	// does: a Deployment of thousands of Pods is otherwise created at 20 Pods/s.
@@ -190,9 +191,9 @@ func StartCluster(ctx context.Context, cp *ControlPlane, dir string, opts Cluste
 	if err != nil {
 		return nil, err
 	}
-	for i, stage := range opts.ExtraStages {
+	for i, doc := range opts.ExtraConfig {
 		p := filepath.Join(dir, "kwok-stages", fmt.Sprintf("extra-%d.yaml", i))
-		if err := os.WriteFile(p, []byte(stage), 0o600); err != nil {
+		if err := os.WriteFile(p, []byte(doc), 0o600); err != nil {
 			return nil, err
 		}
 		stages = append(stages, p)
