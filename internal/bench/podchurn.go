@@ -190,11 +190,22 @@ spec:
 // (patches taking ~150 ms) sustained 25 of the 200 updates/s its churn asked for.
 const kwokPlayParallelism = 32
 
-// kwokTuning is the KwokConfiguration that sets kwokPlayParallelism.
+// kwokTuning is the KwokConfiguration that sets kwokPlayParallelism. kwok does not default
+// the options of a configuration it is given (a missing nodeLeaseParallelism stops it), so
+// every option its flags do not set is written with kwok v0.8.0's default.
 var kwokTuning = fmt.Sprintf(`apiVersion: config.kwok.x-k8s.io/v1alpha1
 kind: KwokConfiguration
 options:
   podPlayStageParallelism: %d
+  nodePlayStageParallelism: 4
+  nodeLeaseParallelism: 4
+  podsOnNodeSyncParallelism: 1
+  manageAllNodes: false
+  enableDebuggingHandlers: true
+  enableContentionProfiling: false
+  enableProfilingHandler: true
+  enablePodsOnNodeSyncListPager: true
+  enablePodsOnNodeSyncStreamWatch: false
 `, kwokPlayParallelism)
 
 // stageNames returns the metadata.name of each stage document, for tests and logs.
