@@ -184,30 +184,6 @@ spec:
       {{ end }}
 `
 
-// kwokPlayParallelism is how many Pod stages kwok applies at once, instead of its default 4.
-// Each is a synchronous status patch, and one kubelet per node writes its Pods' status on its
-// own; with 4 workers playing the kubelet of every node, a first quick run on a loaded machine
-// (patches taking ~150 ms) sustained 25 of the 200 updates/s its churn asked for.
-const kwokPlayParallelism = 32
-
-// kwokTuning is the KwokConfiguration that sets kwokPlayParallelism. kwok does not default
-// the options of a configuration it is given (a missing nodeLeaseParallelism stops it), so
-// every option its flags do not set is written with kwok v0.8.0's default.
-var kwokTuning = fmt.Sprintf(`apiVersion: config.kwok.x-k8s.io/v1alpha1
-kind: KwokConfiguration
-options:
-  podPlayStageParallelism: %d
-  nodePlayStageParallelism: 4
-  nodeLeaseParallelism: 4
-  podsOnNodeSyncParallelism: 1
-  manageAllNodes: false
-  enableDebuggingHandlers: true
-  enableContentionProfiling: false
-  enableProfilingHandler: true
-  enablePodsOnNodeSyncListPager: true
-  enablePodsOnNodeSyncStreamWatch: false
-`, kwokPlayParallelism)
-
 // stageNames returns the metadata.name of each stage document, for tests and logs.
 func stageNames(docs []string) []string {
 	var out []string

@@ -59,7 +59,7 @@ func (e *Env) runPods(ctx context.Context) (res *Pods, err error) {
 	dir := filepath.Join(e.test.Dir, "cluster")
 	start := time.Now()
 	cl, err := testenv.StartCluster(ctx, e.test.Kube, dir, testenv.ClusterOptions{
-		Nodes: res.Nodes, ExtraConfig: append(sched.stages(), kwokTuning), DisableQPSLimits: true,
+		Nodes: res.Nodes, ExtraConfig: sched.stages(), DisableQPSLimits: true,
 	})
 	if err != nil {
 		return res, fmt.Errorf("start controllers, scheduler and kwok: %w", err)
