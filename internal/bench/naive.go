@@ -113,9 +113,13 @@ func runNaive(ctx context.Context, kubeconfig, natsURL, namespace, cluster, reso
 		}
 	}
 	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(namespace))
-	informer := factory.Core().V1().ConfigMaps().Informer()
+	// Request one informer only: factory.Start starts every informer requested of it, and a
+	// ConfigMaps informer beside the Pods one would list and watch ConfigMaps in the pods run.
+	var informer cache.SharedIndexInformer
 	if resource == "pods" {
 		informer = factory.Core().V1().Pods().Informer()
+	} else {
+		informer = factory.Core().V1().ConfigMaps().Informer()
 	}
 	reg, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { publish(obj, event.Added) },
