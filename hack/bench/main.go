@@ -1,7 +1,9 @@
 // Command bench measures kube-nats-relay side by side with the ceiling (nats.go publishing
 // alone), bare lists and watches, the machine limit (a bare list and the ceiling run side by
 // side) and naive informer-based relays, on a real kube-apiserver, etcd and nats-server on
-// loopback, and writes docs/benchmarks.md with its plots. `make bench` runs it;
+// loopback, and writes docs/benchmarks.md with its plots. The pods scenario adds
+// kube-controller-manager, kube-scheduler and kwok: a Deployment's Pods with churning status
+// on simulated nodes, and the large Secrets of the budget scenario. `make bench` runs it;
 // BENCH_FLAGS=-quick scales every size down for a run of a few minutes. See internal/bench.
 //
 // `bench naive ...` runs the naive relay itself; the harness starts it that way as a process
@@ -67,6 +69,9 @@ func run(ctx context.Context, args []string) error {
 	runTimeout := fs.Duration("run-timeout", full.RunTimeout, "bound on one contender run (quick: 3m)")
 	scenarios := fs.String("scenarios", strings.Join(bench.AllScenarios, ","), "comma-separated scenarios to run")
 	microCount := fs.Int("micro-count", full.MicroCount, "-count of the Go micro-benchmarks (quick: 3)")
+	pods := fs.Int("pods", full.Pods, "Pods of the pods scenario's Deployment, run on kwok nodes with controllers and a scheduler (quick: 1000)")
+	podChurn := fs.Duration("pod-churn-period", full.PodChurnPeriod, "mean cycle of each Pod's status churn in the pods scenario: Ready, container restarted and not Ready, Ready again (quick: 10s)")
+	podsWindow := fs.Duration("pods-window", full.PodsWindow, "steady-state window of each contender in the pods scenario (quick: 10s)")
 	relayBin := fs.String("relay", "", "relay binary to measure; empty builds ./cmd/relay from the working tree")
 	baseline := fs.String("baseline", "", "git revision (built like the working tree) or relay binary to measure beside the relay as relay-before, for a before/after comparison")
 	out := fs.String("out", "docs/benchmarks.md", "Markdown report (relative paths are under the repository root)")
@@ -125,6 +130,12 @@ func run(ctx context.Context, args []string) error {
 			cfg.Scenarios = strings.Split(*scenarios, ",")
 		case "micro-count":
 			cfg.MicroCount = *microCount
+		case "pods":
+			cfg.Pods = *pods
+		case "pod-churn-period":
+			cfg.PodChurnPeriod = *podChurn
+		case "pods-window":
+			cfg.PodsWindow = *podsWindow
 		}
 		if err != nil {
 			parseErrs = append(parseErrs, fmt.Errorf("-%s: %w", f.Name, err))

@@ -27,10 +27,12 @@ const (
 	// against object count.
 	ScenarioSweep = "sweep"
 	ScenarioMicro = "micro"
+	ScenarioPods  = "pods"
 )
 
-// AllScenarios lists every scenario in run order.
-var AllScenarios = []string{ScenarioSync, ScenarioCatchup, ScenarioSteady, ScenarioSweep, ScenarioMemory, ScenarioBudget, ScenarioProfile, ScenarioMicro}
+// AllScenarios lists every scenario in run order. The pods scenario is the last that runs on
+// the cluster: its Pods, nodes and controllers stay in the control plane once it has run.
+var AllScenarios = []string{ScenarioSync, ScenarioCatchup, ScenarioSteady, ScenarioSweep, ScenarioMemory, ScenarioBudget, ScenarioProfile, ScenarioPods, ScenarioMicro}
 
 // Config sizes a benchmark run. FullConfig has the sizes of issue 7; QuickConfig scales them
 // down so that a run takes a few minutes on a shared 2-core machine.
@@ -79,6 +81,12 @@ type Config struct {
 	Scenarios []string
 	// MicroCount is -count for the Go micro-benchmarks.
 	MicroCount int
+	// Pods is the size of the pods scenario's Deployment; PodChurnPeriod the mean cycle of
+	// each Pod's status churn (podchurn.go); PodsWindow how long each contender's steady
+	// state is measured.
+	Pods           int
+	PodChurnPeriod time.Duration
+	PodsWindow     time.Duration
 
 	// RelayBin is the relay binary to measure.
 	RelayBin string
@@ -125,6 +133,11 @@ func FullConfig() Config {
 		RunTimeout:     10 * time.Minute,
 		Scenarios:      AllScenarios,
 		MicroCount:     6,
+		// 10,000 Pods of the issue, each cycling every minute: about 330 Pod updates/s,
+		// a busy cluster's churn.
+		Pods:           10000,
+		PodChurnPeriod: time.Minute,
+		PodsWindow:     30 * time.Second,
 	}
 }
 
@@ -144,6 +157,10 @@ func QuickConfig() Config {
 	c.Settle = 5 * time.Second
 	c.RunTimeout = 3 * time.Minute
 	c.MicroCount = 3
+	// A tenth of the Pods cycling six times as fast: about 200 updates/s.
+	c.Pods = 1000
+	c.PodChurnPeriod = 10 * time.Second
+	c.PodsWindow = 10 * time.Second
 	return c
 }
 
@@ -177,6 +194,9 @@ func (c Config) Validate() error {
 	check(c.ObjectBytes >= metadataBytes+16, "object bytes %d: want at least %d", c.ObjectBytes, metadataBytes+16)
 	check(c.Writers >= 1, "writers %d: want at least 1", c.Writers)
 	check(c.RunTimeout > 0, "run timeout %s: want more than 0", c.RunTimeout)
+	check(c.Pods >= 1, "pods %d: want at least 1", c.Pods)
+	check(c.PodChurnPeriod >= time.Second, "pod churn period %s: want at least 1s", c.PodChurnPeriod)
+	check(c.PodsWindow > 0, "pods window %s: want more than 0", c.PodsWindow)
 	for _, s := range c.Scenarios {
 		check(slices.Contains(AllScenarios, s), "scenario %q: want one of %s", s, strings.Join(AllScenarios, ", "))
 	}

@@ -64,6 +64,11 @@ func (e *Env) startFromNothing(ctx context.Context, contender, namespace string)
 // n's stream; initialSync is the relay's RELAY_INITIAL_SYNC (the naive relay always
 // publishes what its informer lists).
 func (e *Env) startContender(contender string, n names, namespace, initialSync string) (*child, error) {
+	return e.startContenderOf(contender, n, configMapResource.Resource, namespace, initialSync)
+}
+
+// startContenderOf is startContender for another resource of the core group (pods).
+func (e *Env) startContenderOf(contender string, n names, resource, namespace, initialSync string) (*child, error) {
 	logPath := filepath.Join(e.cfg.LogDir, contender+".log")
 	switch contender {
 	case Relay, RelayBefore:
@@ -74,7 +79,7 @@ func (e *Env) startContender(contender string, n names, namespace, initialSync s
 		return startChild(contender, bin, nil, []string{
 			"KUBECONFIG=" + e.test.Kube.KubeconfigPath(),
 			"NATS_URL=" + e.test.NATS.URL(),
-			"RELAY_RESOURCES=configmaps",
+			"RELAY_RESOURCES=" + resource,
 			"RELAY_NAMESPACES=" + namespace,
 			"RELAY_CLUSTER=" + n.cluster,
 			"RELAY_STREAM=" + n.stream,
@@ -91,6 +96,7 @@ func (e *Env) startContender(contender string, n names, namespace, initialSync s
 			"-nats", e.test.NATS.URL(),
 			"-namespace", namespace,
 			"-cluster", n.cluster,
+			"-resource", resource,
 			"-lean=" + strconv.FormatBool(contender == NaiveLean),
 		}, []string{"GODEBUG=gctrace=1"}, logPath)
 	}

@@ -18,7 +18,10 @@
 //     relay is, so that one run compares the two side by side.
 //
 // Scenarios: initial sync, catch-up after a stop, steady-state latency at fixed write rates,
-// the initial sync at several object counts (sweep), and memory and CPU per watched object. Every size is a Config field so that a quick run
+// the initial sync at several object counts (sweep), memory and CPU per watched object, the
+// memory budget, and realistic objects (pods.go): a Deployment's Pods on kwok nodes with
+// controllers and churning status, synced and then relayed, and the budget scenario's large
+// Secrets. Every size is a Config field so that a quick run
 // fits in a few minutes on a shared 2-core machine.
 //
 // Results: docs/benchmarks/<mode>.json holds every round's raw numbers and a Summary with

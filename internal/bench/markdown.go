@@ -145,6 +145,7 @@ func mergePrevious(cfg Config, r *Results, path string) *Results {
 	take(ScenarioBudget, r.Budget != nil, func() { merged.Budget = old.Budget })
 	take(ScenarioProfile, r.Profile != nil, func() { merged.Profile = old.Profile })
 	take(ScenarioMicro, r.Micro != nil, func() { merged.Micro = old.Micro })
+	take(ScenarioPods, r.Pods != nil, func() { merged.Pods = old.Pods })
 	if len(kept) == 0 {
 		return r
 	}

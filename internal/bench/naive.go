@@ -13,6 +13,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -20,6 +22,10 @@ import (
 
 	"github.com/kube-nats-relay/kube-nats-relay/event"
 )
+
+// naiveKinds are the resources the naive relay relays, with their kinds: ConfigMaps for
+// every scenario but the pods scenario's Pods.
+var naiveKinds = map[string]string{"configmaps": "ConfigMap", "pods": "Pod"}
 
 // naiveReady is the line the naive relay prints once its informer has synced and every
 // initial object has been published.
@@ -37,13 +43,14 @@ func NaiveMain(args []string) int {
 	natsURL := fs.String("nats", "", "NATS URL")
 	namespace := fs.String("namespace", "", "namespace to relay")
 	cluster := fs.String("cluster", "", "cluster name in subjects and ids")
+	resource := fs.String("resource", configMapResource.Resource, "resource to relay: configmaps or pods")
 	lean := fs.Bool("lean", false, "publish subject and body only, without headers")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := runNaive(ctx, *kubeconfig, *natsURL, *namespace, *cluster, *lean); err != nil {
+	if err := runNaive(ctx, *kubeconfig, *natsURL, *namespace, *cluster, *resource, *lean); err != nil {
 		fmt.Fprintln(os.Stderr, "naive:", err)
 		return 1
 	}
@@ -52,7 +59,11 @@ func NaiveMain(args []string) int {
 
 // runNaive is the naive relay proper; lean leaves out every header (CloudEvents attributes,
 // Nats-Msg-Id, the Kubernetes facts): the lean naive relay publishes subject and body only.
-func runNaive(ctx context.Context, kubeconfig, natsURL, namespace, cluster string, lean bool) error {
+func runNaive(ctx context.Context, kubeconfig, natsURL, namespace, cluster, resource string, lean bool) error {
+	kind, ok := naiveKinds[resource]
+	if !ok {
+		return fmt.Errorf("resource %q: want one of configmaps, pods", resource)
+	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		return err
@@ -74,16 +85,21 @@ func runNaive(ctx context.Context, kubeconfig, natsURL, namespace, cluster strin
 		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 			obj = d.Obj
 		}
-		cm := obj.(*corev1.ConfigMap).DeepCopy()
-		cm.ManagedFields = nil
-		cm.APIVersion, cm.Kind = "v1", "ConfigMap" // informers drop the type meta
-		body, err := json.Marshal(cm)
+		o := obj.(runtime.Object).DeepCopyObject()
+		m, err := apimeta.Accessor(o)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "naive:", err)
+			return
+		}
+		m.SetManagedFields(nil)
+		o.GetObjectKind().SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(kind)) // informers drop the type meta
+		body, err := json.Marshal(o)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "naive: encode:", err)
 			return
 		}
-		meta := event.Meta{Cluster: cluster, Version: "v1", Resource: "configmaps", Kind: "ConfigMap",
-			Namespace: cm.Namespace, Name: cm.Name, UID: string(cm.UID), ResourceVersion: cm.ResourceVersion,
+		meta := event.Meta{Cluster: cluster, Version: "v1", Resource: resource, Kind: kind,
+			Namespace: m.GetNamespace(), Name: m.GetName(), UID: string(m.GetUID()), ResourceVersion: m.GetResourceVersion(),
 			Type: t, Origin: event.Live, Time: time.Now()}
 		msg := &nats.Msg{Subject: meta.Subject(prefix).String(), Data: body}
 		if !lean {
@@ -97,7 +113,15 @@ func runNaive(ctx context.Context, kubeconfig, natsURL, namespace, cluster strin
 		}
 	}
 	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(namespace))
-	reg, err := factory.Core().V1().ConfigMaps().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	// Request one informer only: factory.Start starts every informer requested of it, and a
+	// ConfigMaps informer beside the Pods one would list and watch ConfigMaps in the pods run.
+	var informer cache.SharedIndexInformer
+	if resource == "pods" {
+		informer = factory.Core().V1().Pods().Informer()
+	} else {
+		informer = factory.Core().V1().ConfigMaps().Informer()
+	}
+	reg, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { publish(obj, event.Added) },
 		UpdateFunc: func(_, obj any) { publish(obj, event.Modified) },
 		DeleteFunc: func(obj any) { publish(obj, event.Deleted) },

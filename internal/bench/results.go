@@ -90,6 +90,7 @@ type Results struct {
 	Budget  *Budget       `json:",omitempty"`
 	Profile *Profile      `json:",omitempty"`
 	Micro   []Micro       `json:",omitempty"`
+	Pods    *Pods         `json:",omitempty"`
 	// Load is the machine's load average (1, 5, 15 min) before and after each scenario.
 	Load []KV
 	// Measured says when and by which command each scenario's numbers were taken: a run of
@@ -119,6 +120,9 @@ type ConfigSummary struct {
 	ObjectBytes    int
 	Writers        int
 	Scenarios      []string
+	Pods           int           `json:",omitempty"`
+	PodChurnPeriod time.Duration `json:",omitempty"`
+	PodsWindow     time.Duration `json:",omitempty"`
 }
 
 // Machine describes where the run happened.

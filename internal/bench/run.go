@@ -24,6 +24,7 @@ func Run(ctx context.Context, cfg Config, save func(*Results) error) (*Results, 
 			SweepObjects: cfg.SweepObjects, SweepRounds: cfg.SweepRounds,
 			MemoryObjects: cfg.MemoryObjects, BudgetSecrets: cfg.BudgetSecrets, BudgetObjects: cfg.BudgetObjects, Settle: cfg.Settle, ObjectBytes: cfg.ObjectBytes,
 			Writers: cfg.Writers, Scenarios: cfg.Scenarios,
+			Pods: cfg.Pods, PodChurnPeriod: cfg.PodChurnPeriod, PodsWindow: cfg.PodsWindow,
 		},
 	}
 	res.Machine = describeMachine(ctx, cfg)
@@ -37,7 +38,7 @@ func Run(ctx context.Context, cfg Config, save func(*Results) error) (*Results, 
 	}
 
 	needsCluster := false
-	for _, s := range []string{ScenarioSync, ScenarioCatchup, ScenarioSteady, ScenarioSweep, ScenarioMemory, ScenarioBudget, ScenarioProfile} {
+	for _, s := range []string{ScenarioSync, ScenarioCatchup, ScenarioSteady, ScenarioSweep, ScenarioMemory, ScenarioBudget, ScenarioProfile, ScenarioPods} {
 		needsCluster = needsCluster || cfg.runs(s)
 	}
 	if needsCluster {
@@ -122,6 +123,8 @@ func runCluster(ctx context.Context, cfg Config, res *Results, note func(string,
 		}},
 		// After memory: it reuses (and tops up) the memory scenario's ConfigMaps.
 		{ScenarioBudget, func() (err error) { res.Budget, err = e.runBudget(ctx); return err }},
+		// Last: it starts the controllers, whose Pods stay in the control plane.
+		{ScenarioPods, func() (err error) { res.Pods, err = e.runPods(ctx); return err }},
 	}
 	for _, s := range steps {
 		if !cfg.runs(s.name) {

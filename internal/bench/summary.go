@@ -27,6 +27,8 @@ type Summary struct {
 	BudgetBase int64 `json:",omitempty"`
 	// BeforeAfter compares the relay with the baseline's (-baseline), figure by figure.
 	BeforeAfter []Comparison `json:",omitempty"`
+	// Pods is the pods scenario's table.
+	Pods *PodsTable `json:",omitempty"`
 }
 
 // Units of a Comparison's values.
@@ -182,6 +184,9 @@ func Summarize(r *Results) *Summary {
 			}
 			s.Budget = append(s.Budget, row)
 		}
+	}
+	if r.Pods != nil {
+		s.Pods = summarizePods(r.Pods)
 	}
 	s.Targets = targets(r)
 	s.Overview = overview(r, s)

@@ -43,7 +43,24 @@ type ClusterOptions struct {
 	// kubelet, kwok proves liveness through the node's Lease every 10s and rewrites the Node
 	// only rarely. Tests of Node heartbeat churn set a few seconds.
 	NodeHeartbeat time.Duration
+	// ExtraConfig are kwok configuration documents (YAML) given to kwok besides the shipped
+	// stages: Stages, for example ones that make Pods' status churn in a benchmark, or a
+	// KwokConfiguration whose options tune kwok (its parallelism). kwok applies a stage to
+	// every object its selector matches, so an extra stage should select by a label that
+	// only the objects meant for it carry.
+	ExtraConfig []string
+	// DisableQPSLimits lifts the client-side rate limits of kube-controller-manager and
+	// kube-scheduler (20 and 50 requests/s by default), as kwokctl's --disable-qps-limits
+	// does: a Deployment of thousands of Pods is otherwise created at 20 Pods/s.
+	DisableQPSLimits bool
 }
+
+// Client-side limits of the controllers when ClusterOptions.DisableQPSLimits is set: kwokctl's
+// "unlimited" values (consts.DefaultUnlimitedQPS and DefaultUnlimitedBurst in kwok v0.8.0).
+const (
+	unlimitedQPS   = "5000"
+	unlimitedBurst = "10000"
+)
 
 // Cluster runs, next to a ControlPlane, what makes it behave like a cluster:
 // kube-controller-manager (every controller but nodeipam: Deployments get ReplicaSets and
@@ -134,6 +151,9 @@ func StartCluster(ctx context.Context, cp *ControlPlane, dir string, opts Cluste
 			"--profiling=false",
 		},
 	}
+	if opts.DisableQPSLimits {
+		c.controllerManager.args = append(c.controllerManager.args, "--kube-api-qps="+unlimitedQPS, "--kube-api-burst="+unlimitedBurst)
+	}
 	if err := c.startServing(ctx, c.controllerManager, ports[0]); err != nil {
 		return nil, err
 	}
@@ -156,6 +176,9 @@ func StartCluster(ctx context.Context, cp *ControlPlane, dir string, opts Cluste
 			"--profiling=false",
 		},
 	}
+	if opts.DisableQPSLimits {
+		c.scheduler.args = append(c.scheduler.args, "--kube-api-qps="+unlimitedQPS, "--kube-api-burst="+unlimitedBurst)
+	}
 	if err := c.startServing(ctx, c.scheduler, ports[1]); err != nil {
 		return nil, err
 	}
@@ -167,6 +190,13 @@ func StartCluster(ctx context.Context, cp *ControlPlane, dir string, opts Cluste
 	stages, err := writeKwokStages(filepath.Join(dir, "kwok-stages"), opts.NodeHeartbeat)
 	if err != nil {
 		return nil, err
+	}
+	for i, doc := range opts.ExtraConfig {
+		p := filepath.Join(dir, "kwok-stages", fmt.Sprintf("extra-%d.yaml", i))
+		if err := os.WriteFile(p, []byte(doc), 0o600); err != nil {
+			return nil, err
+		}
+		stages = append(stages, p)
 	}
 	args := []string{
 		"--kubeconfig=" + kwokKubeconfig,
