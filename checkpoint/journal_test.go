@@ -8,9 +8,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // openJournal loads source and returns its journal.
@@ -296,4 +298,40 @@ func diff(got, want map[string]string) []string {
 		}
 	}
 	return out
+}
+
+func TestJournalCompactsByItselfOnceItOutgrowsTheIndex(t *testing.T) {
+	ctx, js, bucket := setup(t)
+	ix, err := OpenIndex(ctx, js, IndexConfig{Bucket: bucket})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const src = "prod.core.configmaps._all"
+	j := openJournal(ctx, t, ix, src)
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- j.Run(runCtx) }()
+	defer func() { stop(); <-done }()
+	// 100 objects changed over and over: far more records than objects.
+	want := map[string]string{}
+	for round := range compactMinRecords/100 + 2 {
+		var recs []*nats.Msg
+		for i := range 100 {
+			o := fmt.Sprintf("ns/o-%d", i)
+			rv := fmt.Sprint(round*100 + i + 1)
+			recs = append(recs, ix.Record(src, o, "u", rv, nil))
+			want[o] = "u " + rv
+		}
+		write(t, j, recs...)
+	}
+	var keys map[string]int
+	if err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		keys = journalKeys(ctx, t, js, bucket, src)
+		return keys["head"] == 1, nil
+	}); err != nil {
+		t.Fatalf("no snapshot after %d records of 100 objects: keys %v", (compactMinRecords/100+2)*100, keys)
+	}
+	if got := load(ctx, t, ix, src); !maps.Equal(got, want) {
+		t.Errorf("load after the compaction: differ: %v", diff(got, want))
+	}
 }
