@@ -117,7 +117,7 @@ func (j *Journal) takeLocked() *segment {
 	size, n := 2, 0
 	for n < len(j.queue) {
 		r := j.queue[n]
-		size += len(r.key) + len(r.value) + 8 // quotes, commas, escapes of a few bytes
+		size += encodedSize(r.key, r.value)
 		if n > 0 && size > j.maxSeg {
 			break
 		}
@@ -321,7 +321,7 @@ func (j *Journal) writeChunks(ctx context.Context, gen uint64, objects map[strin
 	}
 	for _, k := range sortedKeys(objects) {
 		v := objects[k]
-		add := len(k) + len(v) + 8
+		add := encodedSize(k, v)
 		if len(flat) > 0 && size+add > j.maxChunk {
 			if err := flush(); err != nil {
 				return 0, err
@@ -346,4 +346,12 @@ func (j *Journal) step(name string) error {
 		return nil
 	}
 	return j.hook(name)
+}
+
+// encodedSize is what a record adds to a segment's or chunk's JSON: both strings quoted, a
+// comma after each, and a backslash before each quote or backslash of the value (keys hold
+// neither; values hold no other character JSON escapes: KV key characters, resourceVersions,
+// uids and the JSON form, whose object is base64).
+func encodedSize(key, value string) int {
+	return len(key) + len(value) + 6 + strings.Count(value, `"`) + strings.Count(value, `\`)
 }

@@ -2,6 +2,7 @@ package checkpoint
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -333,5 +334,16 @@ func TestJournalCompactsByItselfOnceItOutgrowsTheIndex(t *testing.T) {
 	}
 	if got := load(ctx, t, ix, src); !maps.Equal(got, want) {
 		t.Errorf("load after the compaction: differ: %v", diff(got, want))
+	}
+}
+
+func TestEncodedSizeIsTheRecordsShareOfTheJSON(t *testing.T) {
+	long := "ns/" + strings.Repeat("é", 3000)
+	key := objectKey(long)
+	for _, v := range []string{"u 1", string(encodeEntry(key, long, "u", "2", []string{"ready"})), ""} {
+		b, _ := json.Marshal([]string{key, v})
+		if got, want := encodedSize(key, v), len(b)-2+1; got != want {
+			t.Errorf("encodedSize(%.20q, %.40q): got %d, want %d", key, v, got, want)
+		}
 	}
 }
