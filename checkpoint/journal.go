@@ -55,6 +55,8 @@ type Journal struct {
 	maxSeg    int    // bytes of a segment's value
 	maxChunk  int    // bytes of a snapshot chunk's value
 	hook      func(step string) error
+	// issue, when set, is told every segment number handed out (see Index.issued).
+	issue func(n uint64)
 
 	mu       sync.Mutex
 	queue    []pendingRecord
@@ -124,6 +126,9 @@ func (j *Journal) takeLocked() *segment {
 		n++
 	}
 	seg := &segment{n: j.next, records: j.queue[:n:n]}
+	if j.issue != nil {
+		j.issue(seg.n)
+	}
 	j.queue = j.queue[n:]
 	if len(j.queue) == 0 {
 		j.queue = nil

@@ -347,3 +347,27 @@ func TestEncodedSizeIsTheRecordsShareOfTheJSON(t *testing.T) {
 		}
 	}
 }
+
+func TestJournalLoadedAgainNumbersItsSegmentsAfterThePreviousOnesInFlight(t *testing.T) {
+	ctx, js, bucket := setup(t)
+	ix, err := OpenIndex(ctx, js, IndexConfig{Bucket: bucket})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const src = "prod.core.configmaps._all"
+	old := openJournal(ctx, t, ix, src)
+	write(t, old, ix.Record(src, "ns/a", "u", "1", nil))
+	// A segment of the old journal handed out but not in the bucket yet.
+	old.mu.Lock()
+	old.queue = append(old.queue, pendingRecord{key: objectKey("ns/b"), value: "u 2", done: func(error) {}})
+	late := old.takeLocked()
+	old.mu.Unlock()
+	j := openJournal(ctx, t, ix, src)
+	write(t, j, ix.Record(src, "ns/c", "u", "3", nil))
+	old.send(late) // lands after the new journal's first segment
+	if err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return len(load(ctx, t, ix, src)) == 3, nil
+	}); err != nil {
+		t.Errorf("load: got %v, want ns/a, ns/b and ns/c (no segment overwritten)", load(ctx, t, ix, src))
+	}
+}
