@@ -92,9 +92,12 @@ func OpenIndex(ctx context.Context, js jetstream.JetStream, cfg IndexConfig) (*I
 			limit = min(limit, int64(s.StreamInfo().Config.MaxMsgSize))
 		}
 	}
-	if limit > 2*valueHeadroom {
-		ix.maxSeg = min(ix.maxSeg, int(limit)-valueHeadroom)
-		ix.maxChunk = min(ix.maxChunk, int(limit)-valueHeadroom)
+	if limit > 0 {
+		// A quarter of a small limit is left for the headers instead of valueHeadroom, so
+		// that a segment still holds several records.
+		fit := int(limit - min(valueHeadroom, limit/4))
+		ix.maxSeg = min(ix.maxSeg, fit)
+		ix.maxChunk = min(ix.maxChunk, fit)
 	}
 	return ix, nil
 }

@@ -125,19 +125,42 @@ func (j *Journal) takeLocked() *segment {
 		}
 		n++
 	}
-	seg := &segment{n: j.next, records: j.queue[:n:n]}
-	if j.issue != nil {
-		j.issue(seg.n)
-	}
+	seg := j.numberLocked(j.queue[:n:n])
 	j.queue = j.queue[n:]
 	if len(j.queue) == 0 {
 		j.queue = nil
+	}
+	return seg
+}
+
+// numberLocked makes records the next segment, in flight.
+func (j *Journal) numberLocked(records []pendingRecord) *segment {
+	seg := &segment{n: j.next, records: records}
+	if j.issue != nil {
+		j.issue(seg.n)
 	}
 	j.next++
 	j.inflight++
 	j.open[seg.n] = true
 	return seg
 }
+
+// tooLarge reports whether err refuses a value as larger than the server's max payload or
+// the bucket's max value size.
+func tooLarge(err error) bool {
+	if errors.Is(err, nats.ErrMaxPayload) {
+		return true
+	}
+	var api *jetstream.APIError
+	if !errors.As(err, &api) {
+		return false
+	}
+	return api.ErrorCode == jetstream.JSErrCodeStreamMessageExceedsMaximum ||
+		(api.ErrorCode == jsErrStoreFailed && strings.Contains(strings.ToLower(api.Description), "message too large"))
+}
+
+// jsErrStoreFailed is nats-server's "store failed" error code, whose description says why.
+const jsErrStoreFailed jetstream.ErrorCode = 10077
 
 // send publishes seg and answers it when the server does.
 func (j *Journal) send(seg *segment) {
@@ -163,11 +186,22 @@ func (j *Journal) send(seg *segment) {
 }
 
 // answer reports seg's outcome to its records, sends the next segment and asks for a
-// compaction when the segments since the snapshot outgrow the index.
+// compaction when the segments since the snapshot outgrow the index. A segment of several
+// records refused as too large (a bucket or server limit lower than the journal measured) is
+// split in two, each sent again as a new segment, down to one record a segment: a record
+// is given up only when it alone is too large.
 func (j *Journal) answer(seg *segment, err error) {
 	j.mu.Lock()
 	delete(j.open, seg.n)
 	j.inflight--
+	if len(seg.records) > 1 && tooLarge(err) {
+		half := len(seg.records) / 2
+		first, second := j.numberLocked(seg.records[:half]), j.numberLocked(seg.records[half:])
+		j.mu.Unlock()
+		j.send(first)
+		j.send(second)
+		return
+	}
 	if err == nil {
 		j.written += len(seg.records)
 	}
@@ -312,17 +346,31 @@ func (j *Journal) writeChunks(ctx context.Context, gen uint64, objects map[strin
 		size = 2
 		n    int
 	)
-	flush := func() error {
+	// put writes pairs as the next chunk; refused as too large, as two (see answer).
+	var put func(pairs []string) error
+	put = func(pairs []string) error {
 		if err := j.step("chunk"); err != nil {
 			return err
 		}
-		b, _ := json.Marshal(flat)
-		if _, err := j.kv.Put(ctx, chunkKey(j.tok, gen, n), b); err != nil {
+		b, _ := json.Marshal(pairs)
+		_, err := j.kv.Put(ctx, chunkKey(j.tok, gen, n), b)
+		if err != nil && len(pairs) > 2 && tooLarge(err) {
+			half := len(pairs) / 4 * 2
+			if err := put(pairs[:half]); err != nil {
+				return err
+			}
+			return put(pairs[half:])
+		}
+		if err != nil {
 			return fmt.Errorf("write index snapshot %d chunk %d: %w", gen, n, err)
 		}
 		n++
-		flat, size = flat[:0], 2
 		return nil
+	}
+	flush := func() error {
+		err := put(flat)
+		flat, size = flat[:0], 2
+		return err
 	}
 	for _, k := range sortedKeys(objects) {
 		v := objects[k]
@@ -353,10 +401,10 @@ func (j *Journal) step(name string) error {
 	return j.hook(name)
 }
 
-// encodedSize is what a record adds to a segment's or chunk's JSON: both strings quoted, a
-// comma after each, and a backslash before each quote or backslash of the value (keys hold
-// neither; values hold no other character JSON escapes: KV key characters, resourceVersions,
-// uids and the JSON form, whose object is base64).
+// encodedSize is what a record adds to a segment's or chunk's JSON, exactly: both strings
+// as encoding/json writes them (escapes included) and a comma after each.
 func encodedSize(key, value string) int {
-	return len(key) + len(value) + 6 + strings.Count(value, `"`) + strings.Count(value, `\`)
+	k, _ := json.Marshal(key) // strings always encode
+	v, _ := json.Marshal(value)
+	return len(k) + len(v) + 2
 }
