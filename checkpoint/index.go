@@ -123,7 +123,7 @@ func (ix *Index) Load(ctx context.Context, source string, fn func(object, uid, r
 	}
 	j := &Journal{js: ix.js, kv: ix.kv, prefix: ix.prefix, recPrefix: ix.prefix + legacyTok + ".", tok: tok,
 		maxSeg: ix.maxSeg, maxChunk: ix.maxChunk, hook: ix.hook,
-		next: max(last, ix.lastIssued(source)) + 1, issue: func(n uint64) { ix.issue(source, n) }, open: map[uint64]bool{}, gen: st.head.Generation, through: st.head.Through,
+		next: max(last, ix.lastIssued(source)) + 1, issue: func(n uint64) { ix.issue(source, n) }, open: map[uint64]bool{}, gen: st.head.Generation, through: st.head.Through, headRev: st.headRev,
 		objects: len(objects), written: written, compactC: make(chan struct{}, 1)}
 	if len(st.legacy) > 0 {
 		var subjects []string

@@ -65,6 +65,8 @@ type Journal struct {
 	open     map[uint64]bool // segments sent and not answered
 	// gen and through name the last snapshot: its generation and the last segment in it.
 	gen, through uint64
+	// headRev is the revision of the head this journal loaded or last wrote (0: none).
+	headRev uint64
 	// objects is how many objects the index held at the last load or snapshot; written counts
 	// the records of acknowledged segments after through.
 	objects, written int
@@ -159,6 +161,17 @@ func tooLarge(err error) bool {
 		(api.ErrorCode == jsErrStoreFailed && strings.Contains(strings.ToLower(api.Description), "message too large"))
 }
 
+// wrongLast reports whether err refuses a write because the key was written meanwhile (or,
+// for a create, exists).
+func wrongLast(err error) bool {
+	if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+		return true
+	}
+	var api *jetstream.APIError
+	return errors.As(err, &api) &&
+		(api.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence || api.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
+}
+
 // jsErrStoreFailed is nats-server's "store failed" error code, whose description says why.
 const jsErrStoreFailed jetstream.ErrorCode = 10077
 
@@ -170,6 +183,9 @@ func (j *Journal) send(seg *segment) {
 	}
 	m := nats.NewMsg(j.prefix + segmentKey(j.tok, seg.n))
 	m.Data, _ = json.Marshal(flat) // strings always encode
+	// Create-only: a segment of that number written by another journal of the source (a
+	// second relay, a late write of an old leader) is a conflict, never overwritten.
+	m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, "0")
 	fut, err := j.js.PublishMsgAsync(m)
 	if err != nil {
 		j.answer(seg, err)
@@ -194,6 +210,9 @@ func (j *Journal) answer(seg *segment, err error) {
 	j.mu.Lock()
 	delete(j.open, seg.n)
 	j.inflight--
+	if wrongLast(err) {
+		err = fmt.Errorf("write index segment %d of %s: %w", seg.n, j.tok, conflictError{what: "index segment"})
+	}
 	if len(seg.records) > 1 && tooLarge(err) {
 		half := len(seg.records) / 2
 		first, second := j.numberLocked(seg.records[:half]), j.numberLocked(seg.records[half:])
@@ -227,14 +246,19 @@ func (j *Journal) answer(seg *segment, err error) {
 
 // Run compacts the journal whenever the segments written since the last snapshot outgrow the
 // index, until ctx ends. A compaction cut short (ctx, NATS down, a crash) leaves the index as
-// it was; the next one cleans up after it.
+// it was; the next one cleans up after it. It returns an error matching ErrConflict when
+// another journal of the source replaced the snapshot head, nil when ctx ends.
 func (j *Journal) Run(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-j.compactC:
-			if err := j.compact(ctx); err != nil && ctx.Err() == nil {
+			err := j.compact(ctx)
+			if errors.Is(err, ErrConflict) {
+				return err // another journal of the source: stop, as for a checkpoint
+			}
+			if err != nil && ctx.Err() == nil {
 				zerolog.Ctx(ctx).Warn().Err(err).Str("journal", j.tok).Msg("index compaction failed, trying again after more records")
 			}
 		}
@@ -276,24 +300,39 @@ func (j *Journal) compact(ctx context.Context) error {
 // Each step is safe to be cut short: a loader reads the head, which is written only after its
 // chunks, and ignores segments up to the head's through and chunks of other generations.
 func (j *Journal) snapshot(ctx context.Context, st *journalState, through uint64, objects map[string]string, legacy []string) error {
-	gen := st.head.Generation + 1
-	chunks, err := j.writeChunks(ctx, gen, objects)
+	gen, writer := st.head.Generation+1, newChunkWriter()
+	chunks, err := j.writeChunks(ctx, gen, writer, objects)
 	if err != nil {
 		return err
 	}
 	if err := j.step("head"); err != nil {
 		return err
 	}
-	h, _ := json.Marshal(head{Generation: gen, Chunks: chunks, Through: through, Objects: len(objects)})
-	if _, err := j.kv.Put(ctx, headKey(j.tok), h); err != nil {
-		return fmt.Errorf("write index snapshot head %d: %w", gen, err)
+	h, _ := json.Marshal(head{Format: headFormat, Generation: gen, Writer: writer, Chunks: chunks, Through: through, Objects: len(objects)})
+	// Compare-and-swap on the head this journal loaded or last wrote (never the one just
+	// read, which may be another journal's), so that two journals of the source never
+	// replace each other's snapshot unnoticed.
+	j.mu.Lock()
+	headRev := j.headRev
+	j.mu.Unlock()
+	var rev uint64
+	if headRev == 0 {
+		rev, err = j.kv.Create(ctx, headKey(j.tok), h)
+	} else {
+		rev, err = j.kv.Update(ctx, headKey(j.tok), h, headRev)
+	}
+	if wrongLast(err) {
+		err = conflictError{what: "index snapshot head"}
+	}
+	if err != nil {
+		return fmt.Errorf("write index snapshot head %d of %s: %w", gen, j.tok, err)
 	}
 	j.mu.Lock()
-	j.gen, j.through, j.objects = gen, through, len(objects)
+	j.gen, j.through, j.objects, j.headRev = gen, through, len(objects), rev
 	j.mu.Unlock()
 	var stale []string
 	for k := range st.chunks {
-		if g, _, _ := parseChunkKey(k); g != gen {
+		if g, w, _, _ := parseChunkKey(k); g != gen || w != writer {
 			stale = append(stale, j.prefix+j.tok+"."+k)
 		}
 	}
@@ -339,8 +378,8 @@ func (j *Journal) purge(ctx context.Context, subjects []string) error {
 	return wait()
 }
 
-// writeChunks writes objects as the chunks of generation gen and returns how many.
-func (j *Journal) writeChunks(ctx context.Context, gen uint64, objects map[string]string) (int, error) {
+// writeChunks writes objects as the chunks of generation gen by writer and returns how many.
+func (j *Journal) writeChunks(ctx context.Context, gen uint64, writer string, objects map[string]string) (int, error) {
 	var (
 		flat []string
 		size = 2
@@ -353,7 +392,7 @@ func (j *Journal) writeChunks(ctx context.Context, gen uint64, objects map[strin
 			return err
 		}
 		b, _ := json.Marshal(pairs)
-		_, err := j.kv.Put(ctx, chunkKey(j.tok, gen, n), b)
+		_, err := j.kv.Put(ctx, chunkKey(j.tok, gen, writer, n), b)
 		if err != nil && len(pairs) > 2 && tooLarge(err) {
 			half := len(pairs) / 4 * 2
 			if err := put(pairs[:half]); err != nil {
