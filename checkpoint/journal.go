@@ -57,6 +57,8 @@ type Journal struct {
 	hook      func(step string) error
 	// issue, when set, is told every segment number handed out (see Index.issued).
 	issue func(n uint64)
+	// watchDenial, when set, reports a segment's publish denied (see WatchDenials).
+	watchDenial func(subject string) (<-chan error, func())
 
 	mu       sync.Mutex
 	queue    []pendingRecord
@@ -186,20 +188,60 @@ func (j *Journal) send(seg *segment) {
 	// Create-only: a segment of that number written by another journal of the source (a
 	// second relay, a late write of an old leader) is a conflict, never overwritten.
 	m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, "0")
+	j.mu.Lock()
+	watch := j.watchDenial
+	j.mu.Unlock()
+	denied, cancel := (<-chan error)(nil), func() {}
+	if watch != nil {
+		denied, cancel = watch(m.Subject)
+	}
 	fut, err := j.js.PublishMsgAsync(m)
 	if err != nil {
+		cancel()
 		j.answer(seg, err)
 		return
 	}
 	go func() {
+		defer cancel()
 		select {
 		case <-fut.Ok():
 			j.answer(seg, nil)
 		case err := <-fut.Err():
 			j.answer(seg, err)
+		case err := <-denied:
+			// The server sends no reply to a denied publish: the future only times out.
+			j.answer(seg, err)
 		}
 	}()
 }
+
+// WatchDenials makes the journal fail a segment as soon as the server refuses its publish
+// with a permissions violation, which reaches the client only as an asynchronous error:
+// watch registers a publish to subject and returns the channel that receives the denial and
+// a func to call once the publish has its outcome. Call it before the first Write.
+func (j *Journal) WatchDenials(watch func(subject string) (denied <-chan error, cancel func())) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.watchDenial = watch
+}
+
+// SegmentError is the error a segment's records are answered with: every record of the
+// segment gets the same one, so that a caller reports a refusal once per segment.
+type SegmentError struct {
+	Subject string // the segment's subject
+	Records int    // how many records the segment held
+	Err     error
+}
+
+func (e *SegmentError) Error() string {
+	return fmt.Sprintf("write index segment %s (%d records): %v", e.Subject, e.Records, e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *SegmentError) Unwrap() error { return e.Err }
+
+// Segment returns the segment's subject and how many records it held.
+func (e *SegmentError) Segment() (subject string, records int) { return e.Subject, e.Records }
 
 // answer reports seg's outcome to its records, sends the next segment and asks for a
 // compaction when the segments since the snapshot outgrow the index. A segment of several
@@ -223,6 +265,9 @@ func (j *Journal) answer(seg *segment, err error) {
 	}
 	if err == nil {
 		j.written += len(seg.records)
+	}
+	if err != nil {
+		err = &SegmentError{Subject: j.prefix + segmentKey(j.tok, seg.n), Records: len(seg.records), Err: err}
 	}
 	var next *segment
 	if len(j.queue) > 0 && j.inflight < segmentsInFlight {

@@ -102,3 +102,10 @@ func (d *Denials) watch(subject string) (denied <-chan error, cancel func()) {
 		}
 	}
 }
+
+// Watch registers a publish to subject made outside a source's pipeline (an index journal's
+// segment): the channel receives ErrPublishDenied if the server refuses it. Call cancel once
+// the publish has its outcome. A nil Denials never reports.
+func (d *Denials) Watch(subject string) (denied <-chan error, cancel func()) {
+	return d.watch(subject)
+}

@@ -17,6 +17,8 @@ import (
 type objectIndex struct {
 	*checkpoint.Index
 	ckpts *trackedCheckpoints
+	// denials fails a segment the server refuses with a permissions violation at once.
+	denials *relay.Denials
 }
 
 var _ relay.ObjectIndex = objectIndex{}
@@ -27,6 +29,9 @@ func (ix objectIndex) Load(ctx context.Context, source string, fn func(object, u
 	if err != nil {
 		ix.conflict(err)
 		return nil, err
+	}
+	if ix.denials != nil {
+		j.WatchDenials(ix.denials.Watch)
 	}
 	return conflictReporting{Journal: j, conflict: ix.conflict}, nil
 }
