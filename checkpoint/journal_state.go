@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
 )
 
 // journalMark starts the first key token of a source's journal. No source token starts with
@@ -141,7 +142,9 @@ func readJournal(ctx context.Context, kv jetstream.KeyValue, tok, legacyTok stri
 			st.rev = max(st.rev, e.Revision())
 		default:
 			if _, _, _, ok := parseChunkKey(k); !ok {
-				return nil, fmt.Errorf("read index %s: unknown key %q", tok, k)
+				// A key of a later release's kind: skipped, so that the source still loads.
+				zerolog.Ctx(ctx).Warn().Str("journal", tok).Str("key", k).Msg("unknown index key ignored")
+				continue
 			}
 			st.chunks[k] = e.Value()
 		}

@@ -46,3 +46,23 @@ func TestTwoJournalsOfOneSourceNeverOverwriteEachOther(t *testing.T) {
 		t.Errorf("first journal's second compaction: %v", err)
 	}
 }
+
+// TestJournalLoadsPastAnUnknownKey loads a journal holding a key of a kind this release does
+// not know (a later release's), instead of refusing the source for good.
+func TestJournalLoadsPastAnUnknownKey(t *testing.T) {
+	ctx, js, bucket := setup(t)
+	ix, err := OpenIndex(ctx, js, IndexConfig{Bucket: bucket})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const src = "prod.core.configmaps._all"
+	j := openJournal(ctx, t, ix, src)
+	write(t, j, ix.Record(src, "ns/a", "u1", "1", nil))
+	if _, err := ix.kv.Put(ctx, journalToken(src)+".x.1", []byte("later")); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"ns/a": "u1 1"}
+	if got := load(ctx, t, ix, src); !maps.Equal(got, want) {
+		t.Errorf("load: got %v, want %v", got, want)
+	}
+}
