@@ -72,7 +72,10 @@ type Journal struct {
 	// objects is how many objects the index held at the last load or snapshot; written counts
 	// the records of acknowledged segments after through.
 	objects, written int
-	compactC         chan struct{}
+	// retryAt is the written count a compaction waits for after one failed; failures counts
+	// the compactions failed in a row (only the first is logged).
+	retryAt, failures int
+	compactC          chan struct{}
 }
 
 // pendingRecord is a record waiting for its segment: key and value as in the per-object form
@@ -273,7 +276,7 @@ func (j *Journal) answer(seg *segment, err error) {
 	if len(j.queue) > 0 && j.inflight < segmentsInFlight {
 		next = j.takeLocked()
 	}
-	compact := j.written > max(j.objects, compactMinRecords)
+	compact := j.written > max(j.objects, compactMinRecords) && j.written >= j.retryAt
 	j.mu.Unlock()
 	for _, r := range seg.records {
 		r.done(err)
@@ -303,8 +306,22 @@ func (j *Journal) Run(ctx context.Context) error {
 			if errors.Is(err, ErrConflict) {
 				return err // another journal of the source: stop, as for a checkpoint
 			}
-			if err != nil && ctx.Err() == nil {
-				zerolog.Ctx(ctx).Warn().Err(err).Str("journal", j.tok).Msg("index compaction failed, trying again after more records")
+			j.mu.Lock()
+			if err == nil {
+				if j.failures > 0 {
+					zerolog.Ctx(ctx).Info().Str("journal", j.tok).Int("failed_before", j.failures).Msg("index compacted")
+				}
+				j.retryAt, j.failures = 0, 0
+			} else {
+				// Not again until the records since the snapshot double: a compaction reads
+				// the whole journal, and trying after every segment would flood the server
+				// and the log while it fails.
+				j.retryAt, j.failures = 2*j.written, j.failures+1
+			}
+			failures := j.failures
+			j.mu.Unlock()
+			if err != nil && ctx.Err() == nil && failures == 1 {
+				zerolog.Ctx(ctx).Warn().Err(err).Str("journal", j.tok).Msg("index compaction failed, trying again once the records since the snapshot double")
 			}
 		}
 	}
