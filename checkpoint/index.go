@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -50,6 +51,29 @@ type Index struct {
 	maxChunk int    // bytes of a snapshot chunk's value
 	// hook, set by tests, is called before each step of a snapshot; an error cuts it short.
 	hook func(step string) error
+
+	// issued is, per source, the highest segment number a journal of this index handed out.
+	// A source loaded again in the same process (after a stop, or leading again) may still
+	// have segments of its previous journal in flight, not yet in the bucket: the new
+	// journal numbers its segments after them, so that none overwrites another.
+	issuedMu sync.Mutex
+	issued   map[string]uint64
+}
+
+// issue records that source's journal handed out segment n.
+func (ix *Index) issue(source string, n uint64) {
+	ix.issuedMu.Lock()
+	defer ix.issuedMu.Unlock()
+	if ix.issued == nil {
+		ix.issued = map[string]uint64{}
+	}
+	ix.issued[source] = max(ix.issued[source], n)
+}
+
+func (ix *Index) lastIssued(source string) uint64 {
+	ix.issuedMu.Lock()
+	defer ix.issuedMu.Unlock()
+	return ix.issued[source]
 }
 
 // OpenIndex returns the index over the bucket, creating it when missing.
@@ -68,9 +92,12 @@ func OpenIndex(ctx context.Context, js jetstream.JetStream, cfg IndexConfig) (*I
 			limit = min(limit, int64(s.StreamInfo().Config.MaxMsgSize))
 		}
 	}
-	if limit > 2*valueHeadroom {
-		ix.maxSeg = min(ix.maxSeg, int(limit)-valueHeadroom)
-		ix.maxChunk = min(ix.maxChunk, int(limit)-valueHeadroom)
+	if limit > 0 {
+		// A quarter of a small limit is left for the headers instead of valueHeadroom, so
+		// that a segment still holds several records.
+		fit := int(limit - min(valueHeadroom, limit/4))
+		ix.maxSeg = min(ix.maxSeg, fit)
+		ix.maxChunk = min(ix.maxChunk, fit)
 	}
 	return ix, nil
 }
@@ -96,7 +123,7 @@ func (ix *Index) Load(ctx context.Context, source string, fn func(object, uid, r
 	}
 	j := &Journal{js: ix.js, kv: ix.kv, prefix: ix.prefix, recPrefix: ix.prefix + legacyTok + ".", tok: tok,
 		maxSeg: ix.maxSeg, maxChunk: ix.maxChunk, hook: ix.hook,
-		next: last + 1, open: map[uint64]bool{}, gen: st.head.Generation, through: st.head.Through,
+		next: max(last, ix.lastIssued(source)) + 1, issue: func(n uint64) { ix.issue(source, n) }, open: map[uint64]bool{}, gen: st.head.Generation, through: st.head.Through, headRev: st.headRev,
 		objects: len(objects), written: written, compactC: make(chan struct{}, 1)}
 	if len(st.legacy) > 0 {
 		var subjects []string

@@ -1,7 +1,6 @@
 package checkpoint
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/rs/zerolog"
 )
 
 const (
@@ -55,6 +53,10 @@ type Journal struct {
 	maxSeg    int    // bytes of a segment's value
 	maxChunk  int    // bytes of a snapshot chunk's value
 	hook      func(step string) error
+	// issue, when set, is told every segment number handed out (see Index.issued).
+	issue func(n uint64)
+	// watchDenial, when set, reports a segment's publish denied (see WatchDenials).
+	watchDenial func(subject string) (<-chan error, func())
 
 	mu       sync.Mutex
 	queue    []pendingRecord
@@ -63,10 +65,15 @@ type Journal struct {
 	open     map[uint64]bool // segments sent and not answered
 	// gen and through name the last snapshot: its generation and the last segment in it.
 	gen, through uint64
+	// headRev is the revision of the head this journal loaded or last wrote (0: none).
+	headRev uint64
 	// objects is how many objects the index held at the last load or snapshot; written counts
 	// the records of acknowledged segments after through.
 	objects, written int
-	compactC         chan struct{}
+	// retryAt is the written count a compaction waits for after one failed; failures counts
+	// the compactions failed in a row (only the first is logged).
+	retryAt, failures int
+	compactC          chan struct{}
 }
 
 // pendingRecord is a record waiting for its segment: key and value as in the per-object form
@@ -117,22 +124,59 @@ func (j *Journal) takeLocked() *segment {
 	size, n := 2, 0
 	for n < len(j.queue) {
 		r := j.queue[n]
-		size += len(r.key) + len(r.value) + 8 // quotes, commas, escapes of a few bytes
+		size += encodedSize(r.key, r.value)
 		if n > 0 && size > j.maxSeg {
 			break
 		}
 		n++
 	}
-	seg := &segment{n: j.next, records: j.queue[:n:n]}
+	seg := j.numberLocked(j.queue[:n:n])
 	j.queue = j.queue[n:]
 	if len(j.queue) == 0 {
 		j.queue = nil
+	}
+	return seg
+}
+
+// numberLocked makes records the next segment, in flight.
+func (j *Journal) numberLocked(records []pendingRecord) *segment {
+	seg := &segment{n: j.next, records: records}
+	if j.issue != nil {
+		j.issue(seg.n)
 	}
 	j.next++
 	j.inflight++
 	j.open[seg.n] = true
 	return seg
 }
+
+// tooLarge reports whether err refuses a value as larger than the server's max payload or
+// the bucket's max value size.
+func tooLarge(err error) bool {
+	if errors.Is(err, nats.ErrMaxPayload) {
+		return true
+	}
+	var api *jetstream.APIError
+	if !errors.As(err, &api) {
+		return false
+	}
+	return api.ErrorCode == jetstream.JSErrCodeStreamMessageExceedsMaximum ||
+		(api.ErrorCode == jsErrStoreFailed && strings.Contains(strings.ToLower(api.Description), "message too large"))
+}
+
+// wrongLast reports whether err refuses a write because the key was written meanwhile (or,
+// for a create, exists).
+func wrongLast(err error) bool {
+	if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+		return true
+	}
+	var api *jetstream.APIError
+	return errors.As(err, &api) &&
+		(api.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence || api.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
+}
+
+// jsErrStoreFailed is nats-server's "store failed" error code, whose description says why.
+const jsErrStoreFailed jetstream.ErrorCode = 10077
 
 // send publishes seg and answers it when the server does.
 func (j *Journal) send(seg *segment) {
@@ -142,35 +186,95 @@ func (j *Journal) send(seg *segment) {
 	}
 	m := nats.NewMsg(j.prefix + segmentKey(j.tok, seg.n))
 	m.Data, _ = json.Marshal(flat) // strings always encode
+	// Create-only: a segment of that number written by another journal of the source (a
+	// second relay, a late write of an old leader) is a conflict, never overwritten.
+	m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, "0")
+	j.mu.Lock()
+	watch := j.watchDenial
+	j.mu.Unlock()
+	denied, cancel := (<-chan error)(nil), func() {}
+	if watch != nil {
+		denied, cancel = watch(m.Subject)
+	}
 	fut, err := j.js.PublishMsgAsync(m)
 	if err != nil {
+		cancel()
 		j.answer(seg, err)
 		return
 	}
 	go func() {
+		defer cancel()
 		select {
 		case <-fut.Ok():
 			j.answer(seg, nil)
 		case err := <-fut.Err():
 			j.answer(seg, err)
+		case err := <-denied:
+			// The server sends no reply to a denied publish: the future only times out.
+			j.answer(seg, err)
 		}
 	}()
 }
 
+// WatchDenials makes the journal fail a segment as soon as the server refuses its publish
+// with a permissions violation, which reaches the client only as an asynchronous error:
+// watch registers a publish to subject and returns the channel that receives the denial and
+// a func to call once the publish has its outcome. Call it before the first Write.
+func (j *Journal) WatchDenials(watch func(subject string) (denied <-chan error, cancel func())) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.watchDenial = watch
+}
+
+// SegmentError is the error a segment's records are answered with: every record of the
+// segment gets the same one, so that a caller reports a refusal once per segment.
+type SegmentError struct {
+	Subject string // the segment's subject
+	Records int    // how many records the segment held
+	Err     error
+}
+
+func (e *SegmentError) Error() string {
+	return fmt.Sprintf("write index segment %s (%d records): %v", e.Subject, e.Records, e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *SegmentError) Unwrap() error { return e.Err }
+
+// Segment returns the segment's subject and how many records it held.
+func (e *SegmentError) Segment() (subject string, records int) { return e.Subject, e.Records }
+
 // answer reports seg's outcome to its records, sends the next segment and asks for a
-// compaction when the segments since the snapshot outgrow the index.
+// compaction when the segments since the snapshot outgrow the index. A segment of several
+// records refused as too large (a bucket or server limit lower than the journal measured) is
+// split in two, each sent again as a new segment, down to one record a segment: a record
+// is given up only when it alone is too large.
 func (j *Journal) answer(seg *segment, err error) {
 	j.mu.Lock()
 	delete(j.open, seg.n)
 	j.inflight--
+	if wrongLast(err) {
+		err = fmt.Errorf("write index segment %d of %s: %w", seg.n, j.tok, conflictError{what: "index segment"})
+	}
+	if len(seg.records) > 1 && tooLarge(err) {
+		half := len(seg.records) / 2
+		first, second := j.numberLocked(seg.records[:half]), j.numberLocked(seg.records[half:])
+		j.mu.Unlock()
+		j.send(first)
+		j.send(second)
+		return
+	}
 	if err == nil {
 		j.written += len(seg.records)
+	}
+	if err != nil {
+		err = &SegmentError{Subject: j.prefix + segmentKey(j.tok, seg.n), Records: len(seg.records), Err: err}
 	}
 	var next *segment
 	if len(j.queue) > 0 && j.inflight < segmentsInFlight {
 		next = j.takeLocked()
 	}
-	compact := j.written > max(j.objects, compactMinRecords)
+	compact := j.written > max(j.objects, compactMinRecords) && j.written >= j.retryAt
 	j.mu.Unlock()
 	for _, r := range seg.records {
 		r.done(err)
@@ -186,164 +290,10 @@ func (j *Journal) answer(seg *segment, err error) {
 	}
 }
 
-// Run compacts the journal whenever the segments written since the last snapshot outgrow the
-// index, until ctx ends. A compaction cut short (ctx, NATS down, a crash) leaves the index as
-// it was; the next one cleans up after it.
-func (j *Journal) Run(ctx context.Context) error {
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-j.compactC:
-			if err := j.compact(ctx); err != nil && ctx.Err() == nil {
-				zerolog.Ctx(ctx).Warn().Err(err).Str("journal", j.tok).Msg("index compaction failed, trying again after more records")
-			}
-		}
-	}
-}
-
-// compact writes a snapshot of every segment up to the last one before which every segment is
-// answered, then removes the segments and the older snapshot.
-func (j *Journal) compact(ctx context.Context) error {
-	j.mu.Lock()
-	through := j.next - 1
-	for n := range j.open {
-		through = min(through, n-1)
-	}
-	prev := j.through
-	j.mu.Unlock()
-	if through <= prev {
-		return nil
-	}
-	st, err := readJournal(ctx, j.kv, j.tok, "")
-	if err != nil {
-		return err
-	}
-	objects, folded, err := st.fold(through)
-	if err != nil {
-		return err
-	}
-	if err := j.snapshot(ctx, st, through, objects, nil); err != nil {
-		return err
-	}
-	j.mu.Lock()
-	j.written = max(j.written-folded, 0)
-	j.mu.Unlock()
-	return nil
-}
-
-// snapshot writes objects as generation st's next, through segment through, then removes the
-// older snapshot's chunks, the segments up to through and the legacy keys (full subjects).
-// Each step is safe to be cut short: a loader reads the head, which is written only after its
-// chunks, and ignores segments up to the head's through and chunks of other generations.
-func (j *Journal) snapshot(ctx context.Context, st *journalState, through uint64, objects map[string]string, legacy []string) error {
-	gen := st.head.Generation + 1
-	chunks, err := j.writeChunks(ctx, gen, objects)
-	if err != nil {
-		return err
-	}
-	if err := j.step("head"); err != nil {
-		return err
-	}
-	h, _ := json.Marshal(head{Generation: gen, Chunks: chunks, Through: through, Objects: len(objects)})
-	if _, err := j.kv.Put(ctx, headKey(j.tok), h); err != nil {
-		return fmt.Errorf("write index snapshot head %d: %w", gen, err)
-	}
-	j.mu.Lock()
-	j.gen, j.through, j.objects = gen, through, len(objects)
-	j.mu.Unlock()
-	var stale []string
-	for k := range st.chunks {
-		if g, _, _ := parseChunkKey(k); g != gen {
-			stale = append(stale, j.prefix+j.tok+"."+k)
-		}
-	}
-	for n := range st.segments {
-		if n <= through {
-			stale = append(stale, j.prefix+segmentKey(j.tok, n))
-		}
-	}
-	return j.purge(ctx, append(stale, legacy...))
-}
-
-// purge removes the keys of subjects, purgeWindow at a time: an upgrade removes one key per
-// object, which one round trip each would make minutes for a large index.
-func (j *Journal) purge(ctx context.Context, subjects []string) error {
-	futs := make([]jetstream.PubAckFuture, 0, min(len(subjects), purgeWindow))
-	wait := func() error {
-		for _, f := range futs {
-			select {
-			case <-f.Ok():
-			case err := <-f.Err():
-				return fmt.Errorf("remove %s: %w", f.Msg().Subject, err)
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		}
-		futs = futs[:0]
-		return nil
-	}
-	for _, subject := range subjects {
-		if err := j.step("purge"); err != nil {
-			return errors.Join(err, wait())
-		}
-		f, err := j.js.PublishMsgAsync(purgeMsg(subject))
-		if err != nil {
-			return errors.Join(fmt.Errorf("remove %s: %w", subject, err), wait())
-		}
-		if futs = append(futs, f); len(futs) == purgeWindow {
-			if err := wait(); err != nil {
-				return err
-			}
-		}
-	}
-	return wait()
-}
-
-// writeChunks writes objects as the chunks of generation gen and returns how many.
-func (j *Journal) writeChunks(ctx context.Context, gen uint64, objects map[string]string) (int, error) {
-	var (
-		flat []string
-		size = 2
-		n    int
-	)
-	flush := func() error {
-		if err := j.step("chunk"); err != nil {
-			return err
-		}
-		b, _ := json.Marshal(flat)
-		if _, err := j.kv.Put(ctx, chunkKey(j.tok, gen, n), b); err != nil {
-			return fmt.Errorf("write index snapshot %d chunk %d: %w", gen, n, err)
-		}
-		n++
-		flat, size = flat[:0], 2
-		return nil
-	}
-	for _, k := range sortedKeys(objects) {
-		v := objects[k]
-		add := len(k) + len(v) + 8
-		if len(flat) > 0 && size+add > j.maxChunk {
-			if err := flush(); err != nil {
-				return 0, err
-			}
-		}
-		flat, size = append(flat, k, v), size+add
-	}
-	if len(flat) > 0 {
-		if err := flush(); err != nil {
-			return 0, err
-		}
-	}
-	return n, nil
-}
-
-// errStep is what a test's hook returns to cut a snapshot short, as a crash would.
-var errStep = errors.New("cut short")
-
-// step calls the test hook before a step of a snapshot (chunk, head, purge).
-func (j *Journal) step(name string) error {
-	if j.hook == nil {
-		return nil
-	}
-	return j.hook(name)
+// encodedSize is what a record adds to a segment's or chunk's JSON, exactly: both strings
+// as encoding/json writes them (escapes included) and a comma after each.
+func encodedSize(key, value string) int {
+	k, _ := json.Marshal(key) // strings always encode
+	v, _ := json.Marshal(value)
+	return len(k) + len(v) + 2
 }

@@ -2,6 +2,8 @@ package checkpoint
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -9,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
 )
 
 // journalMark starts the first key token of a source's journal. No source token starts with
@@ -19,10 +22,16 @@ const journalMark = "=j/"
 // head names the snapshot a loader starts from: its generation, how many chunks it has, the
 // last segment it includes and how many objects it holds.
 type head struct {
+	// Format is the journal's format version (headFormat); a head of a later format than
+	// this relay knows is refused instead of misread.
+	Format     int    `json:"format,omitempty"`
 	Generation uint64 `json:"generation"`
-	Chunks     int    `json:"chunks"`
-	Through    uint64 `json:"through"`
-	Objects    int    `json:"objects"`
+	// Writer names the snapshot's chunks (chunkKey), so that two journals writing the same
+	// generation never overwrite each other's chunks; empty in the first format.
+	Writer  string `json:"writer,omitempty"`
+	Chunks  int    `json:"chunks"`
+	Through uint64 `json:"through"`
+	Objects int    `json:"objects"`
 }
 
 // journalToken is the first key token of source's journal.
@@ -32,19 +41,38 @@ func headKey(tok string) string { return tok + ".head" }
 
 func segmentKey(tok string, n uint64) string { return tok + ".s." + strconv.FormatUint(n, 10) }
 
-func chunkKey(tok string, gen uint64, i int) string {
-	return tok + ".c." + strconv.FormatUint(gen, 10) + "." + strconv.Itoa(i)
+func chunkKey(tok string, gen uint64, writer string, i int) string {
+	k := tok + ".c." + strconv.FormatUint(gen, 10) + "."
+	if writer != "" {
+		k += writer + "."
+	}
+	return k + strconv.Itoa(i)
 }
 
-// parseChunkKey reads "c.<gen>.<i>" (a chunk key after the journal token).
-func parseChunkKey(k string) (gen uint64, i int, ok bool) {
+// parseChunkKey reads "c.<gen>.<writer>.<i>", or "c.<gen>.<i>" of the first format (a chunk
+// key after the journal token).
+func parseChunkKey(k string) (gen uint64, writer string, i int, ok bool) {
 	parts := strings.Split(k, ".")
-	if len(parts) != 3 || parts[0] != "c" {
-		return 0, 0, false
+	switch {
+	case len(parts) == 4 && parts[0] == "c" && parts[2] != "":
+		writer = parts[2]
+		parts = []string{parts[0], parts[1], parts[3]}
+	case len(parts) != 3 || parts[0] != "c":
+		return 0, "", 0, false
 	}
 	gen, err1 := strconv.ParseUint(parts[1], 10, 64)
 	i, err2 := strconv.Atoi(parts[2])
-	return gen, i, err1 == nil && err2 == nil && i >= 0
+	return gen, writer, i, err1 == nil && err2 == nil && i >= 0
+}
+
+// headFormat is the format version this relay writes and reads: 1 added Format and Writer.
+const headFormat = 1
+
+// newChunkWriter returns a random key token naming one snapshot's chunks.
+func newChunkWriter() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // never fails
+	return hex.EncodeToString(b[:])
 }
 
 // legacyEntry is a per-object key as an older relay wrote it.
@@ -101,6 +129,9 @@ func readJournal(ctx context.Context, kv jetstream.KeyValue, tok, legacyTok stri
 			if err := json.Unmarshal(e.Value(), &st.head); err != nil {
 				return nil, fmt.Errorf("read index %s: head %q: %w", tok, e.Value(), err)
 			}
+			if st.head.Format > headFormat {
+				return nil, fmt.Errorf("read index %s: head of format %d, newer than this relay's %d", tok, st.head.Format, headFormat)
+			}
 			st.headRev, st.rev = e.Revision(), max(st.rev, e.Revision())
 		case strings.HasPrefix(k, "s."):
 			n, err := strconv.ParseUint(k[2:], 10, 64)
@@ -110,8 +141,10 @@ func readJournal(ctx context.Context, kv jetstream.KeyValue, tok, legacyTok stri
 			st.segments[n] = e.Value()
 			st.rev = max(st.rev, e.Revision())
 		default:
-			if _, _, ok := parseChunkKey(k); !ok {
-				return nil, fmt.Errorf("read index %s: unknown key %q", tok, k)
+			if _, _, _, ok := parseChunkKey(k); !ok {
+				// A key of a later release's kind: skipped, so that the source still loads.
+				zerolog.Ctx(ctx).Warn().Str("journal", tok).Str("key", k).Msg("unknown index key ignored")
+				continue
 			}
 			st.chunks[k] = e.Value()
 		}
@@ -133,7 +166,7 @@ func (st *journalState) last() uint64 {
 func (st *journalState) fold(through uint64) (map[string]string, int, error) {
 	objects := make(map[string]string, st.head.Objects)
 	for i := range st.head.Chunks {
-		k := chunkKey("", st.head.Generation, i)[1:]
+		k := chunkKey("", st.head.Generation, st.head.Writer, i)[1:]
 		v, ok := st.chunks[k]
 		if !ok {
 			return nil, 0, fmt.Errorf("index snapshot %d lacks chunk %d of %d", st.head.Generation, i, st.head.Chunks)

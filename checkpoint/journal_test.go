@@ -2,15 +2,18 @@ package checkpoint
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // openJournal loads source and returns its journal.
@@ -297,3 +300,77 @@ func diff(got, want map[string]string) []string {
 	}
 	return out
 }
+
+func TestJournalCompactsByItselfOnceItOutgrowsTheIndex(t *testing.T) {
+	ctx, js, bucket := setup(t)
+	ix, err := OpenIndex(ctx, js, IndexConfig{Bucket: bucket})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const src = "prod.core.configmaps._all"
+	j := openJournal(ctx, t, ix, src)
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- j.Run(runCtx) }()
+	defer func() { stop(); <-done }()
+	// 100 objects changed over and over: far more records than objects.
+	want := map[string]string{}
+	for round := range compactMinRecords/100 + 2 {
+		var recs []*nats.Msg
+		for i := range 100 {
+			o := fmt.Sprintf("ns/o-%d", i)
+			rv := fmt.Sprint(round*100 + i + 1)
+			recs = append(recs, ix.Record(src, o, "u", rv, nil))
+			want[o] = "u " + rv
+		}
+		write(t, j, recs...)
+	}
+	var keys map[string]int
+	if err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		keys = journalKeys(ctx, t, js, bucket, src)
+		return keys["head"] == 1, nil
+	}); err != nil {
+		t.Fatalf("no snapshot after %d records of 100 objects: keys %v", (compactMinRecords/100+2)*100, keys)
+	}
+	if got := load(ctx, t, ix, src); !maps.Equal(got, want) {
+		t.Errorf("load after the compaction: differ: %v", diff(got, want))
+	}
+}
+
+func TestEncodedSizeIsTheRecordsShareOfTheJSON(t *testing.T) {
+	long := "ns/" + strings.Repeat("é", 3000)
+	key := objectKey(long)
+	for _, v := range []string{"u 1", string(encodeEntry(key, long, "u", "2", []string{"ready"})), ""} {
+		b, _ := json.Marshal([]string{key, v})
+		if got, want := encodedSize(key, v), len(b)-2+1; got != want {
+			t.Errorf("encodedSize(%.20q, %.40q): got %d, want %d", key, v, got, want)
+		}
+	}
+}
+
+func TestJournalLoadedAgainNumbersItsSegmentsAfterThePreviousOnesInFlight(t *testing.T) {
+	ctx, js, bucket := setup(t)
+	ix, err := OpenIndex(ctx, js, IndexConfig{Bucket: bucket})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const src = "prod.core.configmaps._all"
+	old := openJournal(ctx, t, ix, src)
+	write(t, old, ix.Record(src, "ns/a", "u", "1", nil))
+	// A segment of the old journal handed out but not in the bucket yet.
+	old.mu.Lock()
+	old.queue = append(old.queue, pendingRecord{key: objectKey("ns/b"), value: "u 2", done: func(error) {}})
+	late := old.takeLocked()
+	old.mu.Unlock()
+	j := openJournal(ctx, t, ix, src)
+	write(t, j, ix.Record(src, "ns/c", "u", "3", nil))
+	old.send(late) // lands after the new journal's first segment
+	if err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return len(load(ctx, t, ix, src)) == 3, nil
+	}); err != nil {
+		t.Errorf("load: got %v, want ns/a, ns/b and ns/c (no segment overwritten)", load(ctx, t, ix, src))
+	}
+}
+
+// errStep is what a test's hook returns to cut a snapshot short, as a crash would.
+var errStep = errors.New("cut short")

@@ -40,13 +40,20 @@ type Config struct {
 }
 
 // conflictError is ErrConflict, naming the other writer when it is known.
-type conflictError struct{ writer string }
+type conflictError struct {
+	writer string
+	what   string // what was written ("checkpoint" when empty)
+}
 
 func (e conflictError) Error() string {
-	if e.writer == "" {
-		return "checkpoint written concurrently by another relay"
+	what := e.what
+	if what == "" {
+		what = "checkpoint"
 	}
-	return "checkpoint written concurrently by another relay (writer " + e.writer + ")"
+	if e.writer == "" {
+		return what + " written concurrently by another relay"
+	}
+	return what + " written concurrently by another relay (writer " + e.writer + ")"
 }
 
 func (conflictError) Conflict() bool { return true }

@@ -109,3 +109,25 @@ func (d *Denials) remove(subject string, w denialWaiter) {
 	}
 	d.waiting[subject] = ws
 }
+
+// Watch registers a publish to subject made outside a source's pipeline (an index journal's
+// segment): the channel receives ErrPublishDenied if the server refuses it. Call cancel once
+// the publish has its outcome. A nil Denials never reports.
+func (d *Denials) Watch(subject string) (denied <-chan error, cancel func()) {
+	if d == nil {
+		return nil, func() {}
+	}
+	w := chanWaiter(make(chan error, 1))
+	d.add(subject, w)
+	return w, func() { d.remove(subject, w) }
+}
+
+// chanWaiter is a denialWaiter that receives the refusal on a channel (the first only).
+type chanWaiter chan error
+
+func (w chanWaiter) denied(err error) {
+	select {
+	case w <- err:
+	default:
+	}
+}

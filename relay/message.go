@@ -133,7 +133,9 @@ func (s *Source) tombstone(key string, prev entry) *unstructured.Unstructured {
 
 // withID gives a mirror or index record the message id of its change's event (published or
 // not), suffixed by kind, so that a copy delivered late after a reconnect is dropped by the
-// bucket's duplicate window instead of overwriting a newer value.
+// bucket's duplicate window instead of overwriting a newer value. An index journal (see
+// IndexJournal) writes a record's key and value into a segment and drops the id: a segment
+// is written create-only instead.
 func withID(record *nats.Msg, eventID, kind string) *nats.Msg {
 	if record == nil {
 		return nil

@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -60,9 +61,24 @@ func statusValue(v string) string {
 // onRefused returns the pipeline's handler of refused steps: it logs each, and records the
 // ones given up for the source's status.
 func (s *Source) onRefused(log zerolog.Logger) func(it *item, step Step, why Refusal, err error, reference bool) {
+	// lastSegment is the index segment last reported refused: its records share one error
+	// (the pipeline's goroutine is the only caller).
+	var lastSegment string
 	return func(it *item, step Step, why Refusal, err error, reference bool) {
 		uid, rv := it.identity()
 		subject := it.current().Subject
+		var seg segmentError
+		if step == StepIndex && errors.As(err, &seg) {
+			segSubject, records := seg.Segment()
+			if segSubject == lastSegment {
+				return
+			}
+			lastSegment = segSubject
+			log.Error().Err(err).Str("subject", segSubject).Int("records", records).Str("reason", string(why)).
+				Msg("index segment refused, its records given up: the changes were published, a relist after a restart may offer them again")
+			s.undelivered.add(fmt.Sprintf("index segment %s of %d records refused (%s): %v", statusValue(segSubject), records, why, err), time.Now())
+			return
+		}
 		switch {
 		case reference && step == StepMirror:
 			log.Warn().Err(err).Str("key", it.key).Str("uid", uid).Str("rv", rv).Str("subject", subject).
@@ -78,6 +94,12 @@ func (s *Source) onRefused(log zerolog.Logger) func(it *item, step Step, why Ref
 		s.undelivered.add(fmt.Sprintf("%s (uid %s, rv %s) on %s: %s refused (%s): %v",
 			statusValue(it.key), uid, rv, statusValue(subject), step, why, err), time.Now())
 	}
+}
+
+// segmentError is an index journal's error shared by the records of one segment.
+type segmentError interface {
+	error
+	Segment() (subject string, records int)
 }
 
 // identity returns the uid and resourceVersion of the item's change, as far as its messages

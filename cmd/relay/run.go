@@ -220,7 +220,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	defer pub.Close()
 	built := make([]*relay.Source, len(plans))
 	for i, p := range plans {
-		deps := relay.SourceDeps{Readers: raw, Publisher: pub, Checkpointer: ckpts, Index: objectIndex{objIdx}, Budget: budget,
+		deps := relay.SourceDeps{Readers: raw, Publisher: pub, Checkpointer: ckpts, Index: objectIndex{Index: objIdx, ckpts: ckpts, denials: denials}, Budget: budget,
 			Rules: rulesOf(p.rules, log.With().Str("resource", p.cfg.Resource.String()).Str("namespace", p.cfg.Namespace).Logger()), Observer: m.sourceObserver(p.cfg.Resource), Denials: denials,
 			History: trackedHistory{store: store, ckpts: ckpts}, Published: relay.StreamLog{Stream: stream}}
 		if p.cfg.Resource.Namespaced {
