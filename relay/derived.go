@@ -81,6 +81,12 @@ func (in *intake) derive(c Change, key, uid string, prev entry, indexed bool) (f
 			held = in.baseline(dr, c, held, unknown)
 			learned = true
 		}
+	} else if c.Type == event.Deleted {
+		// A delete of an object the index does not hold (a filtered delete replayed after
+		// the index record it wrote, a purged entry, a relay that did not record it): the
+		// conditions that held for its last state are taken as held, so that only those
+		// the delete itself makes hold fire.
+		held = holdsFor(dr, Change{Type: event.Modified, Origin: c.Origin, Object: c.Object})
 	}
 	if rv := shapedRV(c.Object); in.src.since.unknown(entry{ResourceVersion: rv}) != nil {
 		// The record this change writes is at or below a condition's since, yet written

@@ -15,6 +15,18 @@ import (
 type StateNamer interface {
 	// StateNames names the state conditions, in rule order.
 	StateNames() []string
+	// Holds returns, sorted, the state conditions that hold for c, firing and counting
+	// nothing (a condition whose evaluation fails does not hold).
+	Holds(c Change) []string
+}
+
+// holdsFor returns the state conditions of dr that hold for c: through StateNamer when dr
+// names them, else those a derivation with none held finds.
+func holdsFor(dr DerivingRules, c Change) []string {
+	if sn, ok := dr.(StateNamer); ok {
+		return sn.Holds(c)
+	}
+	return dr.Derive(c, nil).Held
 }
 
 // derivedRulesSuffix ends the checkpoint key under which a source records its ruleSince:
