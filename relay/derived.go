@@ -187,14 +187,18 @@ func (in *intake) derivedMessages(ctx context.Context, meta event.Meta, base *na
 // this look-up beyond it and under another id.
 //
 // Only a change a previous run may have published needs the look-up: one at or below the
-// replay horizon (see mayBeReplay). Each look-up is one synchronous read of the stream. The
+// replay horizon (see mayBeReplay), or a state condition's rise of an object whose index
+// record is at or below it: the previous run may have published the rise after that record
+// and lost the rise's own record, and a relist after a 410 finds the object changed past the
+// horizon. That is at most one look-up per object, as the change's record moves past it. Each look-up is one synchronous read of the stream. The
 // first look-up of a source reads the resource's derived events as a whole: when the stream
 // holds none, no replay can hold one either, and the source makes no further look-ups. When
 // the stream cannot be read, it reports false, with the pause deletePublished keeps: the
 // event is then published, at worst a second time, which the duplicate window still drops
 // within its span.
 func (in *intake) derivedPublished(ctx context.Context, dm event.Meta, since entry, state bool) bool {
-	if in.src.published == nil || in.derivedNone || !in.mayBeReplay(dm.ResourceVersion) {
+	state = state && since.UID == dm.UID
+	if in.src.published == nil || in.derivedNone || !in.mayBeReplay(dm.ResourceVersion) && !(state && in.mayBeReplay(since.ResourceVersion)) {
 		return false
 	}
 	if !in.derivedChecked {
@@ -220,7 +224,7 @@ func (in *intake) derivedPublished(ctx context.Context, dm event.Meta, since ent
 	if covered(h, dm) {
 		return true
 	}
-	if !state || since.UID != dm.UID {
+	if !state {
 		return false
 	}
 	last, err := event.MetaFromHeader(h)

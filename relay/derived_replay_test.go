@@ -103,21 +103,27 @@ func TestIntakeReplaysTheDerivedEventsOfAnAddedWhoseOwnEventAloneWasPublished(t 
 // between a rise's ack and its index record, the object changed since: the stream's last
 // ready event of the object is later than the index record (same uid), so the condition
 // already rose: nothing is published, and the index records it held. A later event of
-// another uid, or one older than the record, does not count.
+// another uid, or one older than the record, does not count. The relisted change may be
+// past the replay horizon (the object changed after the restart, before the relist): the
+// record it follows is not, and the look-up is made.
 func TestIntakeTakesAStateEventPublishedAfterTheIndexRecordForHeld(t *testing.T) {
 	for _, tt := range []struct {
 		name     string
 		uid, rv  string // of the stream's last ready event of ns/a
+		horizon  string
 		want     int
 		wantHeld string
 	}{
-		{"a rise after the record", "uid-1", "8", 0, "ready"},
-		{"a rise before the record", "uid-1", "4", 1, "ready"},
-		{"another object's rise", "uid-0", "8", 1, "ready"},
+		{"a rise after the record", "uid-1", "8", "", 0, "ready"},
+		{"a rise after the record, the change past the horizon", "uid-1", "8", "10", 0, "ready"},
+		{"a rise before the record", "uid-1", "4", "", 1, "ready"},
+		{"a rise before the record, the change past the horizon", "uid-1", "4", "10", 1, "ready"},
+		{"another object's rise", "uid-0", "8", "", 1, "ready"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			ti := newTestIntake(t, &scriptedReader{list: noList(t)}, withRules(alwaysReady{}),
 				withIndexed(map[string]entry{"ns/a": {UID: "uid-1", ResourceVersion: "5"}}))
+			ti.in.setHorizon(tt.horizon)
 			obj := cm("ns", "a", "uid-1", "12")
 			ready := ti.in.src.meta(obj, event.Modified, event.Relist)
 			ready.Derived = "ready"
