@@ -100,9 +100,16 @@ func (s *Source) loadRuleSince(ctx context.Context, newest string) error {
 		return nil
 	}
 	key := s.key + derivedRulesSuffix
-	v, _, err := s.ckpt.Load(ctx, key)
+	v, found, err := s.ckpt.Load(ctx, key)
 	if err != nil {
 		return fmt.Errorf("load derived rules record %q: %w", key, err)
+	}
+	if !found {
+		// No record: the index is empty (a first run), or its entries were written by a
+		// release before the record, which knew the conditions it ran with. Either way every
+		// entry is taken to know today's conditions (a condition added in the rollout that
+		// brings the record is then taken as not held, as before it).
+		newest = ""
 	}
 	rs, changed := parseRuleSince(v).update(sn.StateNames(), newest)
 	if changed {

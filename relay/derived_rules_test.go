@@ -1,8 +1,11 @@
 package relay
 
 import (
+	"context"
 	"slices"
 	"testing"
+
+	"github.com/kube-nats-relay/kube-nats-relay/event"
 )
 
 func TestRuleSinceKnowsAStateConditionOnlyFromEntriesWrittenAfterItWasAdded(t *testing.T) {
@@ -38,5 +41,59 @@ func TestRuleSinceKnowsAStateConditionOnlyFromEntriesWrittenAfterItWasAdded(t *t
 	}
 	if got := parseRuleSince("garbage,=5,ok=7"); got.String() != "ok=7" {
 		t.Errorf("parse: got %q, want only ok=7", got.String())
+	}
+}
+
+// namedReady is alwaysReady naming its state condition, ready (a StateNamer).
+type namedReady struct{ alwaysReady }
+
+func (namedReady) StateNames() []string  { return []string{"ready"} }
+func (namedReady) Holds(Change) []string { return []string{"ready"} }
+
+// keyedCheckpoints is a Checkpointer in memory, one value per key.
+type keyedCheckpoints map[string]string
+
+func (k keyedCheckpoints) Load(_ context.Context, key string) (string, bool, error) {
+	v, ok := k[key]
+	return v, ok, nil
+}
+
+func (k keyedCheckpoints) Save(_ context.Context, key, v string) error {
+	k[key] = v
+	return nil
+}
+
+// TestRuleSinceWithoutARecordTakesEveryEntryToKnowTheStateConditions is the upgrade from a
+// release that ran the same derived rules without the record: its index entries know ready
+// (here: it did not hold at 5), so the object's first change that makes ready hold publishes
+// it. With a record that does not name ready (ready added to a deployment that has one), the
+// entry does not know it, and the change takes it as the baseline.
+func TestRuleSinceWithoutARecordTakesEveryEntryToKnowTheStateConditions(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		record map[string]string
+		want   []string
+	}{
+		{"no record", map[string]string{}, []string{"ready"}},
+		{"a record without ready", nil, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ti := newTestIntake(t, &scriptedReader{list: noList(t)}, withRules(namedReady{}),
+				withIndexed(map[string]entry{"ns/a": {UID: "uid-1", ResourceVersion: "5"}}))
+			ckpt := keyedCheckpoints(tt.record)
+			if ckpt == nil {
+				ckpt = keyedCheckpoints{ti.in.src.key + derivedRulesSuffix: "other=3"}
+			}
+			ti.in.src.ckpt = ckpt
+			if err := ti.in.src.loadRuleSince(t.Context(), "5"); err != nil {
+				t.Fatalf("loadRuleSince: %v", err)
+			}
+			if err := ti.in.offer(t.Context(), object{Unstructured: cm("ns", "a", "uid-1", "12")}, event.Modified, event.Live, "12", true); err != nil {
+				t.Fatalf("offer: %v", err)
+			}
+			if got := derivedNames(t, ti.next(t)); !slices.Equal(got, tt.want) {
+				t.Errorf("derived events queued: got %q, want %q", got, tt.want)
+			}
+		})
 	}
 }
