@@ -29,16 +29,35 @@ func holdsFor(dr DerivingRules, c Change) []string {
 	return dr.Derive(c, nil).Held
 }
 
-// derivedRulesSuffix ends the checkpoint key under which a source records its ruleSince:
-// source keys have four parts, or five with a selector part that starts "sel-", so no
-// source's key ends with it.
-const derivedRulesSuffix = ".derived"
+// DerivedRulesKeyPrefix starts the checkpoint key under which a source records its
+// ruleSince: the prefix, then the source's checkpoint key. A checkpoint key starts with the
+// cluster's name, which never holds "_", so none starts with it; tools that list the
+// checkpoints leave these keys out by it.
+const DerivedRulesKeyPrefix = "_derived."
+
+// maxRVLen is the longest resourceVersion a ruleSince records: etcd's revisions are 64-bit,
+// at most 20 decimal digits.
+const maxRVLen = 20
+
+// DerivedRulesRecordSize returns the largest ruleSince value of a source whose rules name
+// the state conditions names: every one recorded with the longest resourceVersion. The
+// checkpoint bucket must accept values that long (see checkpoint.Config.LongestValue).
+func DerivedRulesRecordSize(names []string) int {
+	n := 0
+	for i, name := range names {
+		if i > 0 {
+			n += len(",")
+		}
+		n += len(name) + len("=") + maxRVLen
+	}
+	return n
+}
 
 // ruleSince maps each state condition of a source's rules to the index's newest
 // resourceVersion when the source first ran with it: an index entry at or below it may have
 // been written before the condition existed and does not know whether it held; "" when every
 // entry knows (the index was empty then). It is written through the Checkpointer, under the
-// source's key with derivedRulesSuffix, as "name=rv" pairs joined by commas (names are DNS
+// source's key with DerivedRulesKeyPrefix, as "name=rv" pairs joined by commas (names are DNS
 // labels, resourceVersions integers: neither holds "=" or ",").
 type ruleSince map[string]string
 
@@ -99,7 +118,7 @@ func (s *Source) loadRuleSince(ctx context.Context, newest string) error {
 	if !ok || s.ckpt == nil {
 		return nil
 	}
-	key := s.key + derivedRulesSuffix
+	key := DerivedRulesKeyPrefix + s.key
 	v, found, err := s.ckpt.Load(ctx, key)
 	if err != nil {
 		return fmt.Errorf("load derived rules record %q: %w", key, err)

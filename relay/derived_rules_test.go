@@ -82,7 +82,7 @@ func TestRuleSinceWithoutARecordTakesEveryEntryToKnowTheStateConditions(t *testi
 				withIndexed(map[string]entry{"ns/a": {UID: "uid-1", ResourceVersion: "5"}}))
 			ckpt := keyedCheckpoints(tt.record)
 			if ckpt == nil {
-				ckpt = keyedCheckpoints{ti.in.src.key + derivedRulesSuffix: "other=3"}
+				ckpt = keyedCheckpoints{DerivedRulesKeyPrefix + ti.in.src.key: "other=3"}
 			}
 			ti.in.src.ckpt = ckpt
 			if err := ti.in.src.loadRuleSince(t.Context(), "5"); err != nil {
@@ -95,5 +95,13 @@ func TestRuleSinceWithoutARecordTakesEveryEntryToKnowTheStateConditions(t *testi
 				t.Errorf("derived events queued: got %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+func TestDerivedRulesRecordSizeBoundsTheRecordOfTheLongestResourceVersions(t *testing.T) {
+	names := []string{"ready", "stalled", "a"}
+	rs, _ := ruleSince{}.update(names, "18446744073709551615")
+	if got, want := DerivedRulesRecordSize(names), len(rs.String()); got != want {
+		t.Errorf("got %d, want %d, the length of %q", got, want, rs.String())
 	}
 }
