@@ -292,8 +292,13 @@ func (in *intake) refusedRecord(key string, meta event.Meta, since entry, held, 
 	if meta.Type == event.Deleted || since.UID == "" || held == since.Held {
 		return nil
 	}
-	return withID(in.src.record(key, since.UID, since.ResourceVersion, held), id, "index")
+	return withID(in.src.record(key, since.UID, since.ResourceVersion, held), id, refusedRecordKind)
 }
+
+// refusedRecordKind ends the message id of a refused change's index record: not the
+// change's own ":index", so that JetStream's duplicate window does not drop a later record of
+// the same change (a replay whose event is accepted) as a repeat of it.
+const refusedRecordKind = "index-refused"
 
 // publishedDeleteDerived returns the derived events of a delete the stream holds but whose
 // index record a crash lost (see deletePublished): the crash, between the delete's ack and its

@@ -1,10 +1,12 @@
 package relay
 
 import (
+	"context"
 	"slices"
 	"testing"
 
 	"github.com/kube-nats-relay/kube-nats-relay/event"
+	"github.com/nats-io/nats.go"
 )
 
 // readyOrGone is a DerivingRules whose deletes are filtered, with two state conditions:
@@ -60,4 +62,36 @@ func TestIntakeDerivesAFilteredDeleteOfAnObjectTheIndexDoesNotHoldFromItsLastSta
 	if it.rv != "12" {
 		t.Errorf("checkpoint: got %q, want 12", it.rv)
 	}
+}
+
+// TestARefusedChangesIndexRecordHasItsOwnMessageID: the record written when NATS refuses a
+// change's event for good must not share the change's own record's id, or JetStream's
+// duplicate window would drop the own record of a replay of that change whose event is
+// accepted.
+func TestARefusedChangesIndexRecordHasItsOwnMessageID(t *testing.T) {
+	ti := newTestIntake(t, &scriptedReader{list: noList(t)}, withRules(alwaysReady{}),
+		withIndexed(map[string]entry{"ns/a": {UID: "uid-1", ResourceVersion: "5"}}))
+	ti.in.src.objIdx = recordingIndex{}
+	if err := ti.in.offer(t.Context(), object{Unstructured: cm("ns", "a", "uid-1", "12")}, event.Modified, event.Live, "12", true); err != nil {
+		t.Fatalf("offer: %v", err)
+	}
+	it := ti.next(t)
+	if it.index == nil || it.refusedIndex == nil {
+		t.Fatalf("index record %v, refused record %v: want both", it.index, it.refusedIndex)
+	}
+	own, refused := it.index.Header.Get(nats.MsgIdHdr), it.refusedIndex.Header.Get(nats.MsgIdHdr)
+	if own == refused || refused != it.msg.Header.Get(nats.MsgIdHdr)+":index-refused" {
+		t.Errorf("refused record id %q (own record %q), want the event's id with :index-refused", refused, own)
+	}
+}
+
+// recordingIndex is an ObjectIndex whose records are bare messages on the object's subject.
+type recordingIndex struct{}
+
+func (recordingIndex) Load(context.Context, string, func(object, uid, rv string, held []string)) error {
+	return nil
+}
+
+func (recordingIndex) Record(_, object, _, _ string, _ []string) *nats.Msg {
+	return nats.NewMsg("index." + object)
 }
