@@ -116,7 +116,9 @@ func (in *intake) baseline(dr DerivingRules, c Change, held, unknown []string) [
 	out := slices.Clone(held)
 	var before []string
 	if c.Old != nil {
-		before = dr.Derive(Change{Type: event.Modified, Origin: c.Origin, Object: c.Old}, nil).Held
+		// The previous state came with an added or a modified: evaluated as a modified (not
+		// as c, which may be a delete), state conditions only, counting no error.
+		before = holdsFor(dr, Change{Type: event.Modified, Origin: c.Origin, Object: c.Old})
 	}
 	for _, name := range unknown {
 		if (c.Old == nil || slices.Contains(before, name)) && !slices.Contains(out, name) {
