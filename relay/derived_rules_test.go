@@ -105,3 +105,60 @@ func TestDerivedRulesRecordSizeBoundsTheRecordOfTheLongestResourceVersions(t *te
 		t.Errorf("got %d, want %d, the length of %q", got, want, rs.String())
 	}
 }
+
+// TestAStateConditionAddedToARunningDeploymentTakesTheFirstChangeAsItsBaseline is the
+// documented gap: ready is known from 5 on (the record), the object's entry at 5 does not
+// know it. Without the previous state, the first change that finds ready holding takes it as
+// the baseline and publishes nothing, recording ready as held; with the previous state (not
+// ready), the same change publishes the rise.
+func TestAStateConditionAddedToARunningDeploymentTakesTheFirstChangeAsItsBaseline(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		old  map[string]any
+		want []string
+	}{
+		{"without the previous state", nil, nil},
+		{"with a previous state it did not hold for", map[string]any{"data": map[string]any{"state": "pending"}}, []string{"ready"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ti := newTestIntake(t, &scriptedReader{list: noList(t)}, withRules(readyState{}),
+				withIndexed(map[string]entry{"ns/a": {UID: "uid-1", ResourceVersion: "5"}}))
+			ti.in.src.ckpt = keyedCheckpoints{DerivedRulesKeyPrefix + ti.in.src.key: "ready=5"}
+			if err := ti.in.src.loadRuleSince(t.Context(), "5"); err != nil {
+				t.Fatalf("loadRuleSince: %v", err)
+			}
+			if tt.old != nil {
+				ti.in.cache = shapedCache{"ns/a": tt.old}
+			}
+			obj := cm("ns", "a", "uid-1", "12")
+			obj.Object["data"] = map[string]any{"state": "ready"}
+			if err := ti.in.offer(t.Context(), object{Unstructured: obj}, event.Modified, event.Live, "12", true); err != nil {
+				t.Fatalf("offer: %v", err)
+			}
+			if got := derivedNames(t, ti.next(t)); !slices.Equal(got, tt.want) {
+				t.Errorf("derived events queued: got %q, want %q", got, tt.want)
+			}
+			if e, _ := ti.in.index.get("ns/a"); e.Held != "ready" || e.ResourceVersion != "12" {
+				t.Errorf("index: got %+v, want ready held at 12", e)
+			}
+		})
+	}
+}
+
+// readyState is a StateNamer whose state condition ready holds when data.state is "ready".
+type readyState struct{ defaultRules }
+
+func (readyState) StateNames() []string { return []string{"ready"} }
+
+func (r readyState) Holds(c Change) []string { return r.Derive(c, nil).Held }
+
+func (readyState) Derive(c Change, held []string) Derivation {
+	var d Derivation
+	if bodyField(c.Object, "data", "state") == "ready" {
+		d.Held = []string{"ready"}
+		if !slices.Contains(held, "ready") {
+			d.Fired = []DerivedEvent{{Name: "ready"}}
+		}
+	}
+	return d
+}
