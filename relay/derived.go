@@ -77,7 +77,7 @@ func (in *intake) derive(c Change, key, uid string, prev entry, indexed bool) (f
 	if indexed && prev.UID == uid {
 		before = prev.Held
 		held = heldNames(before)
-		if unknown := in.src.since.unknown(prev); len(unknown) > 0 && !in.knows[key] {
+		if unknown := in.src.unknownConditions(prev); len(unknown) > 0 && !in.knows[key] {
 			held = in.baseline(dr, c, held, unknown)
 			learned = true
 		}
@@ -88,7 +88,10 @@ func (in *intake) derive(c Change, key, uid string, prev entry, indexed bool) (f
 		// the delete itself makes hold fire.
 		held = holdsFor(dr, Change{Type: event.Modified, Origin: c.Origin, Object: c.Object})
 	}
-	if rv := shapedRV(c.Object); in.src.since.unknown(entry{ResourceVersion: rv}) != nil {
+	if c.Type == event.Deleted {
+		// The delete removes the entry: an object created again under the name is new.
+		delete(in.knows, key)
+	} else if rv := shapedRV(c.Object); in.src.unknownConditions(entry{ResourceVersion: rv}) != nil {
 		// The record this change writes is at or below a condition's since, yet written
 		// with every condition: remember that it knows them for the rest of this run.
 		if in.knows == nil {

@@ -26,12 +26,12 @@ func (alwaysReady) Derive(_ Change, held []string) Derivation {
 // (a subject it does not hold has none).
 type streamLast map[string]event.Meta
 
-func (s streamLast) LastHeader(_ context.Context, subject string) (nats.Header, bool, error) {
+func (s streamLast) LastMessage(_ context.Context, subject string) (nats.Header, []byte, bool, error) {
 	m, ok := s[subject]
 	if !ok {
-		return nil, false, nil
+		return nil, nil, false, nil
 	}
-	return m.Header(), true, nil
+	return m.Header(), nil, true, nil
 }
 
 // derivedNames returns the derived event names of the messages of it.

@@ -136,6 +136,27 @@ func (s *Source) loadRuleSince(ctx context.Context, newest string) error {
 			return fmt.Errorf("save derived rules record %q: %w", key, err)
 		}
 	}
-	s.since = rs
+	s.since, s.sinceNewest = rs, rs.newest()
 	return nil
+}
+
+// newest returns the highest since of rs ("" when every condition is known by every entry).
+func (rs ruleSince) newest() string {
+	newest := ""
+	for _, since := range rs {
+		if since != "" && (newest == "" || rvLess(newest, since)) {
+			newest = since
+		}
+	}
+	return newest
+}
+
+// unknownConditions returns the state conditions e does not know (see ruleSince.unknown),
+// with one comparison for an entry written after every condition's since, which is every
+// entry once the objects have changed since the conditions were added.
+func (s *Source) unknownConditions(e entry) []string {
+	if s.sinceNewest == "" || rvLess(s.sinceNewest, e.ResourceVersion) {
+		return nil
+	}
+	return s.since.unknown(e)
 }
