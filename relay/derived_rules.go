@@ -61,6 +61,10 @@ func DerivedRulesRecordSize(names []string) int {
 // labels, resourceVersions integers: neither holds "=" or ",").
 type ruleSince map[string]string
 
+// noStateConditions is the record of a source whose rules have no state condition (a
+// checkpoint value is never empty); parseRuleSince reads no pair from it.
+const noStateConditions = "none"
+
 // parseRuleSince reads a ruleSince; pairs it cannot read are left out (their conditions are
 // then taken as new).
 func parseRuleSince(v string) ruleSince {
@@ -125,14 +129,19 @@ func (s *Source) loadRuleSince(ctx context.Context, newest string) error {
 	}
 	if !found {
 		// No record: the index is empty (a first run), or its entries were written by a
-		// release before the record, which knew the conditions it ran with. Either way every
-		// entry is taken to know today's conditions (a condition added in the rollout that
-		// brings the record is then taken as not held, as before it).
+		// release before the record, or while the source had no derived rules. Every entry
+		// is taken to know today's conditions (one added in the same rollout is then taken
+		// as not held, as before the record). The record is written even without state
+		// conditions, so that one added later is new.
 		newest = ""
 	}
 	rs, changed := parseRuleSince(v).update(sn.StateNames(), newest)
-	if changed {
-		if err := s.ckpt.Save(ctx, key, rs.String()); err != nil {
+	if changed || !found {
+		v := rs.String()
+		if v == "" {
+			v = noStateConditions
+		}
+		if err := s.ckpt.Save(ctx, key, v); err != nil {
 			return fmt.Errorf("save derived rules record %q: %w", key, err)
 		}
 	}

@@ -162,3 +162,29 @@ func (readyState) Derive(c Change, held []string) Derivation {
 	}
 	return d
 }
+
+// TestRuleSinceIsRecordedWithoutStateConditions: a source whose derived rules have no state
+// condition yet (only transitions) records that, so that a state condition added later is
+// new, not taken as known by every entry as with no record at all.
+func TestRuleSinceIsRecordedWithoutStateConditions(t *testing.T) {
+	ti := newTestIntake(t, &scriptedReader{list: noList(t)}, withRules(namedReady{}))
+	ckpt := keyedCheckpoints{}
+	ti.in.src.ckpt = ckpt
+	ti.in.src.rules = transitionsOnly{}
+	if err := ti.in.src.loadRuleSince(t.Context(), "5"); err != nil {
+		t.Fatalf("loadRuleSince: %v", err)
+	}
+	ti.in.src.rules = namedReady{}
+	if err := ti.in.src.loadRuleSince(t.Context(), "9"); err != nil {
+		t.Fatalf("loadRuleSince: %v", err)
+	}
+	if got, want := ckpt[DerivedRulesKeyPrefix+ti.in.src.key], "ready=9"; got != want {
+		t.Errorf("record: got %q, want %q", got, want)
+	}
+}
+
+// transitionsOnly is a StateNamer without state conditions.
+type transitionsOnly struct{ alwaysReady }
+
+func (transitionsOnly) StateNames() []string  { return nil }
+func (transitionsOnly) Holds(Change) []string { return nil }
