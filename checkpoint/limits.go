@@ -32,7 +32,7 @@ func checkLimits(ctx context.Context, kv jetstream.KeyValue, bucket string, floo
 		problems = append(problems, "it is sealed (accepts no writes)")
 	}
 	if cfg.MaxMsgSize > 0 && int(cfg.MaxMsgSize) < floor {
-		problems = append(problems, fmt.Sprintf("its max value size (max_msg_size) %d is below the smallest record the relay writes (%d bytes)", cfg.MaxMsgSize, floor))
+		problems = append(problems, fmt.Sprintf("its max value size (max_msg_size) %d is below the size of a record the relay writes (%d bytes)", cfg.MaxMsgSize, floor))
 	}
 	if purges && (!cfg.AllowRollup || cfg.DenyPurge) {
 		problems = append(problems, fmt.Sprintf("it refuses purges (allow_rollup_hdrs %t, deny_purge %t): no object could be removed", cfg.AllowRollup, cfg.DenyPurge))
@@ -58,8 +58,15 @@ func smallestRecord() int {
 
 // smallestCheckpoint is the size of the smallest checkpoint value (a one-character
 // resourceVersion); the compare-and-swap header is left out, so it is a lower bound.
-func smallestCheckpoint() int {
-	b, _ := json.Marshal(value{ResourceVersion: "1", SavedAt: time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC), Writer: newWriterID()})
+func smallestCheckpoint() int { return checkpointSize(1) }
+
+// checkpointSize is the size of a checkpoint value whose resourceVersion is n bytes long, a
+// lower bound as smallestCheckpoint's; 0 for n = 0.
+func checkpointSize(n int) int {
+	if n == 0 {
+		return 0
+	}
+	b, _ := json.Marshal(value{ResourceVersion: strings.Repeat("1", n), SavedAt: time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC), Writer: newWriterID()})
 	return len(b)
 }
 

@@ -37,6 +37,11 @@ type Config struct {
 	Bucket string
 	// Replicas is the bucket's replica count when the store creates it.
 	Replicas int
+	// LongestValue is the length of the longest value the relay saves (the resourceVersion
+	// a Save is given: a derived rules record can be longer than a resourceVersion); Open
+	// refuses a bucket whose max value size cannot hold a checkpoint with it. 0: a
+	// resourceVersion's.
+	LongestValue int
 }
 
 // conflictError is ErrConflict, naming the other writer when it is known.
@@ -110,7 +115,7 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Store, erro
 	if err != nil {
 		return nil, fmt.Errorf("open checkpoint bucket %s: %w", cfg.Bucket, err)
 	}
-	if err := checkLimits(ctx, kv, cfg.Bucket, smallestCheckpoint(), false); err != nil {
+	if err := checkLimits(ctx, kv, cfg.Bucket, max(smallestCheckpoint(), checkpointSize(cfg.LongestValue)), false); err != nil {
 		return nil, err
 	}
 	return &Store{kv: kv, writer: newWriterID(), revisions: make(map[string]uint64), histories: make(map[string]history)}, nil

@@ -166,6 +166,24 @@ func (p *Program) StateNames() []string {
 	return out
 }
 
+// Holds returns, sorted, the rule's state conditions that hold for c, without firing or
+// counting anything: it reads the state of an object the caller has no record for (a
+// condition whose evaluation fails is taken as not holding). Transition conditions are left
+// out.
+func (p *Program) Holds(ctx context.Context, c Change) []string {
+	var out []string
+	for _, cd := range p.derived {
+		if cd.transition {
+			continue
+		}
+		if now, err := p.evalCondition(ctx, cd.cond, c); err == nil && now {
+			out = append(out, cd.name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // Derive decides which derived events c fires. held names the state conditions that held
 // for the object's previous state (nil when the object is new or none held; names no longer
 // in the rule are ignored). A state condition fires when it holds for c.Object and is not in

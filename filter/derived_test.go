@@ -167,6 +167,31 @@ func TestDeriveErrorKeepsTheConditionAsItWas(t *testing.T) {
 	}
 }
 
+// TestHoldsReadsOnlyStateConditionsAndCountsNoError: Holds reads the state of an object the
+// relay has no record for; a transition condition is no state, and a failed condition counts
+// as not holding without taking the rule's first error (which Derive then still reports).
+func TestHoldsReadsOnlyStateConditionsAndCountsNoError(t *testing.T) {
+	p := mustCompile(t, Rule{Derived: []Derived{
+		{Name: "ready", Condition: readyCondition},
+		{Name: "gone", Condition: `eventType == "deleted"`},
+		{Name: "bad", Condition: `object.spec.missing == 1`},
+		{Name: "flipped", Condition: `oldObject == null || oldObject != object`},
+	}}, pods)
+	ctx := context.Background()
+	if got, want := p.Holds(ctx, Change{Type: event.Modified, Object: pod(t, "True")}), []string{"ready"}; !slices.Equal(got, want) {
+		t.Errorf("Holds of a ready pod: got %q, want %q", got, want)
+	}
+	if got, want := p.Holds(ctx, Change{Type: event.Deleted, Object: pod(t, "False")}), []string{"gone"}; !slices.Equal(got, want) {
+		t.Errorf("Holds of a deleted pod: got %q, want %q", got, want)
+	}
+	if got := p.EvalErrors(); got != 0 {
+		t.Errorf("EvalErrors after Holds: got %d, want 0", got)
+	}
+	if d := p.Derive(ctx, Change{Type: event.Modified, Object: pod(t, "")}, nil); d.Err == nil || !d.FirstError {
+		t.Errorf("Derive after Holds: got err %v first %v, want the rule's first error", d.Err, d.FirstError)
+	}
+}
+
 func TestDerivedBodyProjectsOnlyWhenAsked(t *testing.T) {
 	p := mustCompile(t, Rule{Derived: []Derived{
 		{Name: "ready", Condition: readyCondition, Fields: []string{"status.phase"}},

@@ -77,12 +77,21 @@ func (in *intake) derive(c Change, key, uid string, prev entry, indexed bool) (f
 	if indexed && prev.UID == uid {
 		before = prev.Held
 		held = heldNames(before)
-		if unknown := in.src.since.unknown(prev); len(unknown) > 0 && !in.knows[key] {
+		if unknown := in.src.unknownConditions(prev); len(unknown) > 0 && !in.knows[key] {
 			held = in.baseline(dr, c, held, unknown)
 			learned = true
 		}
+	} else if c.Type == event.Deleted {
+		// A delete of an object the index does not hold (a filtered delete replayed after
+		// the index record it wrote, a purged entry, a relay that did not record it): the
+		// conditions that held for its last state are taken as held, so that only those
+		// the delete itself makes hold fire.
+		held = holdsFor(dr, Change{Type: event.Modified, Origin: c.Origin, Object: c.Object})
 	}
-	if rv := shapedRV(c.Object); in.src.since.unknown(entry{ResourceVersion: rv}) != nil {
+	if c.Type == event.Deleted {
+		// The delete removes the entry: an object created again under the name is new.
+		delete(in.knows, key)
+	} else if rv := shapedRV(c.Object); in.src.unknownConditions(entry{ResourceVersion: rv}) != nil {
 		// The record this change writes is at or below a condition's since, yet written
 		// with every condition: remember that it knows them for the rest of this run.
 		if in.knows == nil {
@@ -110,7 +119,9 @@ func (in *intake) baseline(dr DerivingRules, c Change, held, unknown []string) [
 	out := slices.Clone(held)
 	var before []string
 	if c.Old != nil {
-		before = dr.Derive(Change{Type: event.Modified, Origin: c.Origin, Object: c.Old}, nil).Held
+		// The previous state came with an added or a modified: evaluated as a modified (not
+		// as c, which may be a delete), state conditions only, counting no error.
+		before = holdsFor(dr, Change{Type: event.Modified, Origin: c.Origin, Object: c.Old})
 	}
 	for _, name := range unknown {
 		if (c.Old == nil || slices.Contains(before, name)) && !slices.Contains(out, name) {
@@ -181,14 +192,18 @@ func (in *intake) derivedMessages(ctx context.Context, meta event.Meta, base *na
 // this look-up beyond it and under another id.
 //
 // Only a change a previous run may have published needs the look-up: one at or below the
-// replay horizon (see mayBeReplay). Each look-up is one synchronous read of the stream. The
+// replay horizon (see mayBeReplay), or a state condition's rise of an object whose index
+// record is at or below it: the previous run may have published the rise after that record
+// and lost the rise's own record, and a relist after a 410 finds the object changed past the
+// horizon. That is at most one look-up per object, as the change's record moves past it. Each look-up is one synchronous read of the stream. The
 // first look-up of a source reads the resource's derived events as a whole: when the stream
 // holds none, no replay can hold one either, and the source makes no further look-ups. When
 // the stream cannot be read, it reports false, with the pause deletePublished keeps: the
 // event is then published, at worst a second time, which the duplicate window still drops
 // within its span.
 func (in *intake) derivedPublished(ctx context.Context, dm event.Meta, since entry, state bool) bool {
-	if in.src.published == nil || in.derivedNone || !in.mayBeReplay(dm.ResourceVersion) {
+	state = state && since.UID == dm.UID
+	if in.src.published == nil || in.derivedNone || !in.mayBeReplay(dm.ResourceVersion) && !(state && in.mayBeReplay(since.ResourceVersion)) {
 		return false
 	}
 	if !in.derivedChecked {
@@ -214,7 +229,7 @@ func (in *intake) derivedPublished(ctx context.Context, dm event.Meta, since ent
 	if covered(h, dm) {
 		return true
 	}
-	if !state || since.UID != dm.UID {
+	if !state {
 		return false
 	}
 	last, err := event.MetaFromHeader(h)
@@ -282,8 +297,13 @@ func (in *intake) refusedRecord(key string, meta event.Meta, since entry, held, 
 	if meta.Type == event.Deleted || since.UID == "" || held == since.Held {
 		return nil
 	}
-	return withID(in.src.record(key, since.UID, since.ResourceVersion, held), id, "index")
+	return withID(in.src.record(key, since.UID, since.ResourceVersion, held), id, refusedRecordKind)
 }
+
+// refusedRecordKind ends the message id of a refused change's index record: not the
+// change's own ":index", so that JetStream's duplicate window does not drop a later record of
+// the same change (a replay whose event is accepted) as a repeat of it.
+const refusedRecordKind = "index-refused"
 
 // publishedDeleteDerived returns the derived events of a delete the stream holds but whose
 // index record a crash lost (see deletePublished): the crash, between the delete's ack and its

@@ -26,12 +26,12 @@ func (alwaysReady) Derive(_ Change, held []string) Derivation {
 // (a subject it does not hold has none).
 type streamLast map[string]event.Meta
 
-func (s streamLast) LastHeader(_ context.Context, subject string) (nats.Header, bool, error) {
+func (s streamLast) LastMessage(_ context.Context, subject string) (nats.Header, []byte, bool, error) {
 	m, ok := s[subject]
 	if !ok {
-		return nil, false, nil
+		return nil, nil, false, nil
 	}
-	return m.Header(), true, nil
+	return m.Header(), nil, true, nil
 }
 
 // derivedNames returns the derived event names of the messages of it.
@@ -94,6 +94,85 @@ func TestIntakeReplaysTheDerivedEventsOfAnAddedWhoseOwnEventAloneWasPublished(t 
 			}
 			if e, _ := ti.in.index.get("ns/a"); e.UID != "uid-1" || e.Held != "ready" {
 				t.Errorf("index: got %+v, want uid-1 holding ready", e)
+			}
+		})
+	}
+}
+
+// TestIntakeTakesAStateEventPublishedAfterTheIndexRecordForHeld is the relist after a kill
+// between a rise's ack and its index record, the object changed since: the stream's last
+// ready event of the object is later than the index record (same uid), so the condition
+// already rose: nothing is published, and the index records it held. A later event of
+// another uid, or one older than the record, does not count. The relisted change may be
+// past the replay horizon (the object changed after the restart, before the relist): the
+// record it follows is not, and the look-up is made.
+func TestIntakeTakesAStateEventPublishedAfterTheIndexRecordForHeld(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		uid, rv  string // of the stream's last ready event of ns/a
+		horizon  string
+		want     int
+		wantHeld string
+	}{
+		{"a rise after the record", "uid-1", "8", "", 0, "ready"},
+		{"a rise after the record, the change past the horizon", "uid-1", "8", "10", 0, "ready"},
+		{"a rise before the record", "uid-1", "4", "", 1, "ready"},
+		{"a rise before the record, the change past the horizon", "uid-1", "4", "10", 1, "ready"},
+		{"another object's rise", "uid-0", "8", "", 1, "ready"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ti := newTestIntake(t, &scriptedReader{list: noList(t)}, withRules(alwaysReady{}),
+				withIndexed(map[string]entry{"ns/a": {UID: "uid-1", ResourceVersion: "5"}}))
+			ti.in.setHorizon(tt.horizon)
+			obj := cm("ns", "a", "uid-1", "12")
+			ready := ti.in.src.meta(obj, event.Modified, event.Relist)
+			ready.Derived = "ready"
+			last := ready
+			last.UID, last.ResourceVersion, last.Type, last.Origin = tt.uid, tt.rv, event.Modified, event.Live
+			ti.in.src.published = streamLast{
+				"kube.c.core.v1.configmaps.*.*.*.derived.*":      last,
+				"kube.c.core.v1.configmaps.ns.a.*.derived.ready": last,
+			}
+			if err := ti.in.offer(t.Context(), object{Unstructured: obj}, event.Modified, event.Relist, "", true); err != nil {
+				t.Fatalf("offer: %v", err)
+			}
+			it := ti.next(t)
+			if got := derivedNames(t, it); len(got) != tt.want {
+				t.Errorf("derived events queued: got %q, want %d ready", got, tt.want)
+			}
+			if e, _ := ti.in.index.get("ns/a"); e.Held != tt.wantHeld {
+				t.Errorf("index: got %+v, want holding %q", e, tt.wantHeld)
+			}
+		})
+	}
+}
+
+func TestStateFromBodyReadsTheObjectOfEveryPayload(t *testing.T) {
+	h := func(kv ...string) nats.Header {
+		out := nats.Header{}
+		for i := 0; i < len(kv); i += 2 {
+			out.Set(kv[i], kv[i+1])
+		}
+		return out
+	}
+	for _, tt := range []struct {
+		name string
+		h    nats.Header
+		body string
+		want string // data.state, "" for nil
+	}{
+		{"the bare object", h(), `{"data":{"state":"ready"}}`, "ready"},
+		{"object and old", h(event.HeaderPayload, string(event.PayloadObjectAndOld)), `{"object":{"data":{"state":"ready"}},"oldObject":{}}`, "ready"},
+		{"the body omitted", h(event.HeaderBodyOmitted, event.BodyOmittedOversize), `{"data":{"state":"ready"}}`, ""},
+		{"no body", h(), ``, ""},
+		{"not an object", h(), `[1]`, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			obj := stateFromBody(tt.h, []byte(tt.body))
+			data, _ := obj["data"].(map[string]any)
+			got, _ := data["state"].(string)
+			if got != tt.want || (tt.want == "") != (obj == nil) {
+				t.Errorf("got %v, want data.state %q", obj, tt.want)
 			}
 		})
 	}

@@ -131,11 +131,11 @@ func (in *intake) offerMarked(ctx context.Context, obj object, t event.Type, ori
 			return in.send(ctx, it)
 		}
 		if t == event.Deleted && len(fired) > 0 {
-			// A filtered delete of an object the index does not hold (a relay before
-			// this one did not record the objects its derived rules saw, or the index was
-			// purged): derived with no state condition held before it, as a published
-			// delete of such an object is. A replay of a delete whose entry the delete
-			// removed derives nothing (changeReplayed above).
+			// A filtered delete of an object the index does not hold (a replay after its
+			// index removal was written, a relay before this one did not record the
+			// objects its derived rules saw, or the index was purged): derived with the
+			// conditions of its last state held (see derive), as a published delete of
+			// such an object is, so that only what the delete makes hold fires.
 			base, _, _ := in.src.message(meta, shaped, old, obj.Body, marks)
 			it := &item{key: key, derived: in.derivedMessages(ctx, meta, base, fired, since, ""), rv: checkpointRV}
 			if it.current() == nil && checkpointRV == "" {

@@ -26,18 +26,8 @@ const (
 // PublishedLog reads what the stream already holds, to settle what a crash can leave open: an
 // event acknowledged by JetStream whose index record was never written.
 type PublishedLog interface {
-	// LastHeader returns the headers of the last message on subject, which may hold
-	// wildcards; ok is false when the stream holds none.
-	LastHeader(ctx context.Context, subject string) (h nats.Header, ok bool, err error)
-}
-
-// PublishedBodies is a PublishedLog that also returns the last message's body; a source asks
-// its PublishedLog for it with a type assertion. Without it, a delete found in the stream
-// after a crash derives its derived events from the last state the relay holds (the cached
-// previous state, else the object's identity) instead of the delete's own body.
-type PublishedBodies interface {
-	// LastMessage returns the headers and body of the last message on subject; ok is false
-	// when the stream holds none.
+	// LastMessage returns the headers and body of the last message on subject, which may
+	// hold wildcards; ok is false when the stream holds none.
 	LastMessage(ctx context.Context, subject string) (h nats.Header, data []byte, ok bool, err error)
 }
 
@@ -46,22 +36,7 @@ type StreamLog struct {
 	Stream jetstream.Stream
 }
 
-var (
-	_ PublishedLog    = StreamLog{}
-	_ PublishedBodies = StreamLog{}
-)
-
-// LastHeader returns the headers of the stream's last message on subject.
-func (l StreamLog) LastHeader(ctx context.Context, subject string) (nats.Header, bool, error) {
-	m, err := l.Stream.GetLastMsgForSubject(ctx, subject)
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, fmt.Errorf("last message on %s: %w", subject, err)
-	}
-	return m.Header, true, nil
-}
+var _ PublishedLog = StreamLog{}
 
 // LastMessage returns the headers and body of the stream's last message on subject.
 func (l StreamLog) LastMessage(ctx context.Context, subject string) (nats.Header, []byte, bool, error) {
@@ -82,8 +57,7 @@ func (l StreamLog) LastMessage(ctx context.Context, subject string) (nats.Header
 // relist would publish a second delete, inferred, with the older indexed resourceVersion and
 // therefore another id. The look-up does not depend on the duplicate window, only on the
 // stream still holding the event (its max age and limits). It returns that delete: its
-// headers, and its body when the source derives events and its PublishedLog gives bodies
-// (see PublishedBodies), so that the delete's derived events, which a crash may have kept
+// headers and body, so that the delete's derived events, which a crash may have kept
 // from being published, are derived from what the delete carried.
 //
 // When the stream cannot be read (no PublishedLog, an error, a timeout, or within
@@ -95,8 +69,7 @@ func (in *intake) deletePublished(ctx context.Context, meta event.Meta) (h nats.
 	}
 	f := event.Filter{Prefix: in.src.cfg.Prefix, Cluster: meta.Cluster, Group: meta.Group,
 		Version: meta.Version, Resource: meta.Resource, Namespace: meta.Namespace, ClusterScoped: meta.Namespace == "", Name: meta.Name}
-	_, derives := in.src.rules.(DerivingRules)
-	h, body, ok, err := in.read(ctx, f.String(), metaKey(meta), NoteStreamReadDelete, derives)
+	h, body, ok, err := in.read(ctx, f.String(), metaKey(meta), NoteStreamReadDelete)
 	if err != nil || !ok {
 		return nil, nil, false
 	}
@@ -110,34 +83,24 @@ func (in *intake) deletePublished(ctx context.Context, meta event.Meta) (h nats.
 // errLookupPaused is lookup's error within publishedLookupPause of a failed read.
 var errLookupPaused = errors.New("reads of the stream paused after a failure")
 
-// lookup reads the headers of the stream's last message on subject, for the object key,
-// within publishedLookupTimeout; after a failure it logs once and fails every look-up for
-// publishedLookupPause. Each read is counted as purpose (a NoteStreamRead note).
+// lookup reads the headers of the stream's last message on subject, for the object key (see
+// read).
 func (in *intake) lookup(ctx context.Context, subject, key string, purpose Note) (nats.Header, bool, error) {
-	h, _, ok, err := in.read(ctx, subject, key, purpose, false)
+	h, _, ok, err := in.read(ctx, subject, key, purpose)
 	return h, ok, err
 }
 
-// read is lookup that also returns the message's body when withBody is set and the source's
-// PublishedLog gives bodies.
-func (in *intake) read(ctx context.Context, subject, key string, purpose Note, withBody bool) (nats.Header, []byte, bool, error) {
+// read reads the stream's last message on subject, for the object key, within
+// publishedLookupTimeout; after a failure it logs once and fails every read for
+// publishedLookupPause. Each read is counted as purpose (a NoteStreamRead note).
+func (in *intake) read(ctx context.Context, subject, key string, purpose Note) (nats.Header, []byte, bool, error) {
 	if in.src.clock.Since(in.publishedFailed) < publishedLookupPause {
 		return nil, nil, false, errLookupPaused
 	}
 	ctx, cancel := context.WithTimeout(ctx, publishedLookupTimeout)
 	defer cancel()
 	in.src.note(purpose)
-	var (
-		h    nats.Header
-		body []byte
-		ok   bool
-		err  error
-	)
-	if pb, bodies := in.src.published.(PublishedBodies); withBody && bodies {
-		h, body, ok, err = pb.LastMessage(ctx, subject)
-	} else {
-		h, ok, err = in.src.published.LastHeader(ctx, subject)
-	}
+	h, body, ok, err := in.src.published.LastMessage(ctx, subject)
 	if err != nil {
 		in.publishedFailed = in.src.clock.Now()
 		in.log.Warn().Err(err).Str("key", key).Stringer("pause", publishedLookupPause).

@@ -20,12 +20,12 @@ type lastEvent struct {
 	subject string
 }
 
-func (l *lastEvent) LastHeader(_ context.Context, subject string) (nats.Header, bool, error) {
+func (l *lastEvent) LastMessage(_ context.Context, subject string) (nats.Header, []byte, bool, error) {
 	l.subject = subject
 	if l.err != nil || l.meta == nil {
-		return nil, false, l.err
+		return nil, nil, false, l.err
 	}
-	return l.meta.Header(), true, nil
+	return l.meta.Header(), nil, true, nil
 }
 
 func TestDeletePublishedOnlyWhenTheObjectsLastEventIsItsDelete(t *testing.T) {

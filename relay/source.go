@@ -87,6 +87,8 @@ type Source struct {
 	// since records from when the index knows each state condition (see ruleSince); nil
 	// without a StateNamer's rules or a durable index: every entry knows them all.
 	since ruleSince
+	// sinceNewest is since's highest resourceVersion ("" when no entry lacks a condition).
+	sinceNewest string
 
 	// pipe is the running pipeline, for status.
 	pipe atomic.Pointer[pipeline]

@@ -56,8 +56,9 @@ func TestDerivedEventOfAModificationSurvivesAKillWhenTheAddedWasFiltered(t *test
 	waitOutput(t, r, `"watching"`)
 	key := name + "/web"
 	createConfigMap(t, cs, name, "web", nil, map[string]string{"state": "pending"})
-	// A published change of another object after it: once its event is in the stream, the
-	// web's filtered added is handled (the index record is written in the item's order).
+	// The web's filtered added writes its index record before its modified below is
+	// handled: one object's items go through the pipeline in order. The other's modified
+	// only shows that the relay is relaying the namespace before the proxy is armed.
 	createConfigMap(t, cs, name, "other", nil, nil)
 	setCMData(t, cs, name, "other", map[string]string{"n": "1"})
 	waitFor(t, js, vars["RELAY_STREAM"], "the other's modified", func(m []received) bool { return countOf(m, name, "other", event.Modified) == 1 })

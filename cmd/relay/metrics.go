@@ -85,10 +85,10 @@ func newMetrics() *metrics {
 	m.ahead = counter("resource_version_ahead_total",
 		"Resumes whose resourceVersion (checkpoint, object index or last seen) was ahead of the cluster's, or answered 'too large resource version': etcd was restored or the cluster rebuilt under the same name; a relist follows.", "resource")
 	m.replays = counter("replays_suppressed_total",
-		"Replayed changes kept out: by the object index (never published again), by the stream (a delete the relist would infer that the stream holds already) or by the JetStream duplicate window (published, dropped by the server as a repeat).",
+		"Replayed changes kept out: by the object index (never published again), by the stream (a delete the relist would infer, or a derived event, that the stream holds already) or by the JetStream duplicate window (published, dropped by the server as a repeat).",
 		"resource", "by")
 	m.streamReads = counter("stream_reads_total",
-		"Synchronous reads of the stream's last message on an object's subjects, by purpose: derived (before a derived event of a change a previous run may have published, at or below the replay horizon) and delete (before a delete the relist would infer).",
+		"Synchronous reads of the stream's last message on an object's subjects, by purpose: derived (before a derived event of a change a previous run may have published, at or below the replay horizon, or a state condition's first rise of an object last recorded at or below it) and delete (before a delete the relist would infer).",
 		"resource", "purpose")
 	m.filtered = counter("changes_filtered_total",
 		"Changes the rules kept out, by reason: namespace (not selected), event-type, when (the expression returned false), quiet (only quiet fields changed).",

@@ -81,6 +81,11 @@ func rulesOf(p *filter.Program, log zerolog.Logger) relay.Rules {
 // StateNames names the rule's state conditions.
 func (r derivingRules) StateNames() []string { return r.p.StateNames() }
 
+// Holds returns the state conditions that hold for c.
+func (r derivingRules) Holds(c relay.Change) []string {
+	return r.p.Holds(context.Background(), filter.Change{Type: c.Type, Origin: c.Origin, Object: c.Object, Old: c.Old})
+}
+
 func (r derivingRules) Derive(c relay.Change, held []string) relay.Derivation {
 	// Like Decide: the conditions' cost limit bounds an evaluation.
 	d := r.p.Derive(context.Background(), filter.Change{Type: c.Type, Origin: c.Origin, Object: c.Object, Old: c.Old}, held)

@@ -165,7 +165,8 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	var store *checkpoint.Store
 	err = setupRetry(ctx, log, "bucket "+cfg.CheckpointBucket, func() (err error) {
-		store, err = checkpoint.Open(ctx, js, checkpoint.Config{Bucket: cfg.CheckpointBucket, Replicas: cfg.StreamReplicas.Int})
+		store, err = checkpoint.Open(ctx, js, checkpoint.Config{Bucket: cfg.CheckpointBucket, Replicas: cfg.StreamReplicas.Int,
+			LongestValue: longestDerivedRecord(plans)})
 		return err
 	})
 	if err != nil {
@@ -277,6 +278,19 @@ type sourcePlan struct {
 	cfg      relay.SourceConfig
 	mirrored bool
 	rules    *filter.Program
+}
+
+// longestDerivedRecord is the length of the longest derived rules record a source of plans
+// saves in the checkpoint bucket (see relay.DerivedRulesRecordSize); 0 when none has state
+// conditions.
+func longestDerivedRecord(plans []sourcePlan) int {
+	n := 0
+	for _, p := range plans {
+		if p.rules != nil && p.rules.HasDerived() {
+			n = max(n, relay.DerivedRulesRecordSize(p.rules.StateNames()))
+		}
+	}
+	return n
 }
 
 // planSources returns one source per resource, or per resource and namespace when

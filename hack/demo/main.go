@@ -287,9 +287,9 @@ func waitRelayReady(ctx context.Context, r *child.Process, url string) (*nats.Co
 				return err
 			}
 			keys, err := kv.Keys(ctx)
-			// A source with derived state conditions also records them under its key
-			// with ".derived": that is not a checkpoint.
-			keys = slices.DeleteFunc(keys, func(k string) bool { return strings.HasSuffix(k, ".derived") })
+			// A source with derived state conditions also records them under "_derived."
+			// and its key: that is not a checkpoint.
+			keys = slices.DeleteFunc(keys, func(k string) bool { return strings.HasPrefix(k, "_derived.") })
 			if err == nil && len(keys) < sources {
 				err = fmt.Errorf("%d so far: %v", len(keys), keys)
 			}

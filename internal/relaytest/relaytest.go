@@ -193,9 +193,9 @@ func (p *Process) WaitWatching(t testing.TB, js jetstream.JetStream, bucket stri
 			last = err
 			return false, nil
 		}
-		// A source with derived state conditions also records them under its key with
-		// ".derived" (see docs/guarantees.md): that is not a checkpoint.
-		keys = slices.DeleteFunc(keys, func(k string) bool { return strings.HasSuffix(k, ".derived") })
+		// A source with derived state conditions also records them under "_derived." and
+		// its key (see docs/guarantees.md): that is not a checkpoint.
+		keys = slices.DeleteFunc(keys, func(k string) bool { return strings.HasPrefix(k, "_derived.") })
 		last = fmt.Errorf("%d checkpoints so far", len(keys))
 		return len(keys) >= sources, nil
 	})
