@@ -88,8 +88,8 @@ func TestARefusedChangesIndexRecordHasItsOwnMessageID(t *testing.T) {
 // recordingIndex is an ObjectIndex whose records are bare messages on the object's subject.
 type recordingIndex struct{}
 
-func (recordingIndex) Load(context.Context, string, func(object, uid, rv string, held []string)) error {
-	return nil
+func (recordingIndex) Load(context.Context, string, func(object, uid, rv string, held []string)) (IndexJournal, error) {
+	return nil, nil
 }
 
 func (recordingIndex) Record(_, object, _, _ string, _ []string) *nats.Msg {
