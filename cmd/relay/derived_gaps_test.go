@@ -37,15 +37,51 @@ func derivedSubject(cluster, ns, obj string, typ event.Type, name string) string
 		Type: typ, Derived: name}.Subject("kube").String()
 }
 
-// indexSubject is the subject of the index record of ConfigMap key of the relay vars
-// configure, watching namespace name.
-func indexSubject(t *testing.T, js jetstream.JetStream, vars map[string]string, name, key string) string {
+// openIndex opens the object index of the relay vars configure.
+func openIndex(t *testing.T, js jetstream.JetStream, vars map[string]string) *checkpoint.Index {
 	t.Helper()
 	idx, err := checkpoint.OpenIndex(context.Background(), js, checkpoint.IndexConfig{Bucket: vars["RELAY_INDEX_BUCKET"]})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return idx.Record(configMapsKey(name, name), key, "", "", nil).Subject
+	return idx
+}
+
+// armIndexRecord makes proxy drop the index segments that hold a record of ConfigMap key of
+// the relay vars configure, watching namespace name: the record's change is acked, its index
+// record never durable.
+func armIndexRecord(t *testing.T, js jetstream.JetStream, proxy *dropProxy, vars map[string]string, name, key string) {
+	t.Helper()
+	idx := openIndex(t, js, vars)
+	source := configMapsKey(name, name)
+	subject := idx.Record(source, key, "", "", nil).Subject
+	_, objectKey, _ := strings.Cut(strings.TrimPrefix(subject, "$KV."+vars["RELAY_INDEX_BUCKET"]+"."), ".")
+	proxy.armSegments(idx.SegmentSubjects(source), `"`+objectKey+`"`)
+}
+
+// removeIndexEntry removes ConfigMap key from the index of the relay vars configure, watching
+// namespace name, as a relay does when the object is deleted; the relay must be stopped.
+func removeIndexEntry(t *testing.T, js jetstream.JetStream, vars map[string]string, name, key string) {
+	t.Helper()
+	idx := openIndex(t, js, vars)
+	source := configMapsKey(name, name)
+	journal, err := idx.Load(context.Background(), source, func(string, string, string, []string) {})
+	if err != nil {
+		t.Fatalf("load the index: %v", err)
+	}
+	done := make(chan error, 1)
+	journal.Write(idx.Record(source, key, "", "", nil), func(err error) { done <- err })
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("remove the index entry of %s: %v", key, err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatalf("the removal of the index entry of %s was never acknowledged", key)
+	}
+	if got := indexEntry(context.Background(), t, idx, source, key); got != "" {
+		t.Fatalf("the index still holds %s: %s", key, got)
+	}
 }
 
 // killWhenDropped waits until the proxy dropped a publish, then kills the relay: the steps of
@@ -102,7 +138,7 @@ func TestDerivedStateEventAckedButNotIndexedIsNotRepeatedByARelist(t *testing.T)
 	createConfigMap(t, cs, name, "web", nil, map[string]string{"state": "pending"})
 	waitFor(t, js, vars["RELAY_STREAM"], "the added event", func(m []received) bool { return countOf(m, name, "web", event.Added) == 1 })
 
-	proxy.arm(indexSubject(t, js, vars, name, key))
+	armIndexRecord(t, js, proxy, vars, name, key)
 	setCMData(t, cs, name, "web", map[string]string{"state": "ready"})
 	killWhenDropped(t, r, proxy, "the index record of the rise")
 	before := readStream(ctx, t, js, vars["RELAY_STREAM"])

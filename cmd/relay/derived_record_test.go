@@ -167,14 +167,7 @@ func TestFilteredDeleteOfAnObjectTheIndexDoesNotHoldPublishesItsDerivedEvents(t 
 	waitFor(t, js, vars["RELAY_STREAM"], "the added event", func(m []received) bool { return countOf(m, name, "web", event.Added) == 1 })
 	r.stop(t)
 
-	kv, err := js.KeyValue(ctx, vars["RELAY_INDEX_BUCKET"])
-	if err != nil {
-		t.Fatal(err)
-	}
-	entry := strings.TrimPrefix(indexSubject(t, js, vars, name, key), "$KV."+vars["RELAY_INDEX_BUCKET"]+".")
-	if err := kv.Purge(ctx, entry); err != nil {
-		t.Fatalf("purge the index entry %s: %v", entry, err)
-	}
+	removeIndexEntry(t, js, vars, name, key)
 	r = startRelay(t, vars)
 	waitOutput(t, r, `"watching"`)
 	if err := cs.CoreV1().ConfigMaps(name).Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
