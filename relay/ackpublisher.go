@@ -1,8 +1,11 @@
 package relay
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -69,7 +72,7 @@ var (
 // NewAckPublisher returns an AckPublisher on nc whose publishes time out after timeout
 // without acknowledgement. It subscribes to its reply subjects under nc's inbox prefix.
 func NewAckPublisher(nc *nats.Conn, timeout time.Duration) (*AckPublisher, error) {
-	p := &AckPublisher{nc: nc, prefix: nc.NewInbox() + ".", stop: make(chan struct{}), pending: make(map[uint64]ackWait)}
+	p := &AckPublisher{nc: nc, prefix: replyPrefix(nc), stop: make(chan struct{}), pending: make(map[uint64]ackWait)}
 	sub, err := nc.Subscribe(p.prefix+"*", p.reply)
 	if err != nil {
 		return nil, err
@@ -87,6 +90,22 @@ func NewAckPublisher(nc *nats.Conn, timeout time.Duration) (*AckPublisher, error
 	go p.sweep(max(timeout/ackSweeps, time.Millisecond))
 	return p, nil
 }
+
+// replyPrefix returns the start of a new publisher's reply subjects on nc:
+// "<inbox prefix>.<8 characters>.", as short as nats.go's own for asynchronous publishes
+// (asyncReplyMax bounds the whole reply subject), the characters drawn from a fresh inbox so
+// that no other publisher shares them.
+func replyPrefix(nc *nats.Conn) string {
+	inbox := nc.NewInbox() // <inbox prefix>.<nuid>
+	dot := strings.LastIndexByte(inbox, '.')
+	sum := sha256.Sum256([]byte(inbox[dot+1:]))
+	id := strconv.FormatUint(binary.BigEndian.Uint64(sum[:8])|1<<62, 36) // 12 or 13 digits
+	return inbox[:dot+1] + id[len(id)-replyIDLen:] + "."
+}
+
+// replyIDLen is the length of the token that makes a publisher's reply subjects its own: 36^8
+// values.
+const replyIDLen = 8
 
 // Close stops the publisher: every publish still waiting fails with ErrPublisherClosed and
 // later publishes are refused. It returns once its goroutines have stopped.

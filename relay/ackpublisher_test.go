@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -219,5 +220,32 @@ func TestPipelineKeepsObjectOrderOnTheAckPublisher(t *testing.T) {
 	}
 	if n := p.InFlight(); n != 0 {
 		t.Errorf("in flight after the run: got %d, want 0", n)
+	}
+}
+
+func TestAckPublisherRepliesFitTheControlLineAllowance(t *testing.T) {
+	s := natstest.Start(t, nil)
+	for _, prefix := range []string{"", "relay.inbox"} {
+		var opts []nats.Option
+		if prefix != "" {
+			opts = append(opts, nats.CustomInboxPrefix(prefix))
+		}
+		nc, err := nats.Connect(s.ClientURL(), opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(nc.Close)
+		p, q := replyPrefix(nc), replyPrefix(nc)
+		if p == q {
+			t.Errorf("two publishers' reply prefixes: got %q twice, want different", p)
+		}
+		want := prefix
+		if want == "" {
+			want = "_INBOX"
+		}
+		longest := p + strconv.FormatUint(1<<64-1, 36)
+		if !strings.HasPrefix(p, want+".") || len(longest) > asyncReplyMax {
+			t.Errorf("reply subjects: got up to %q (%d bytes), want them under %s. and at most %d bytes", longest, len(longest), want, asyncReplyMax)
+		}
 	}
 }

@@ -29,9 +29,9 @@ const (
 	// connection of a client whose PUB/HPUB arguments (subject, reply, sizes) are longer. The
 	// client cannot learn the configured value, so the relay holds to the default.
 	maxControlLine = 4096
-	// asyncReplyMax bounds the reply subject the JetStream client adds to an asynchronous
-	// publish: "_INBOX." and two 6-character tokens (20 bytes), with room for a custom inbox
-	// prefix.
+	// asyncReplyMax bounds the reply subject of an asynchronous publish: AckPublisher's
+	// "_INBOX.", an 8-character token, a dot and the publish's number in base 36 (at most
+	// 29 bytes), with room for a custom inbox prefix.
 	asyncReplyMax = 64
 	// maxSizeDigits is the most digits a size on the control line has (an int64).
 	maxSizeDigits = 19
