@@ -125,7 +125,9 @@ func (p *AckPublisher) Close() {
 }
 
 // PublishAcked publishes msg and calls h with its outcome, unless it returns an error: then
-// msg was not sent and h is never called. msg is not modified and must have no reply subject.
+// msg was not sent and h is never called. Each publish has exactly one outcome: when the
+// connection is lost while msg is being written, h may be told of it (nats.ErrDisconnected)
+// and PublishAcked returns nil. msg is not modified and must have no reply subject.
 func (p *AckPublisher) PublishAcked(msg *nats.Msg, h AckHandler) error {
 	if msg.Reply != "" {
 		return jetstream.ErrAsyncPublishReplySubjectSet
@@ -143,9 +145,15 @@ func (p *AckPublisher) PublishAcked(msg *nats.Msg, h AckHandler) error {
 	var b [13]byte // a uint64 in base 36
 	out := nats.Msg{Subject: msg.Subject, Reply: p.prefix + string(strconv.AppendUint(b[:0], token, 36)), Header: msg.Header, Data: msg.Data}
 	if err := p.nc.PublishMsg(&out); err != nil {
+		// A lost connection (failAll) or the sweep may have ended the publish already and
+		// called h: then that is its one outcome, and the error is not reported twice.
 		p.mu.Lock()
+		_, mine := p.pending[token]
 		delete(p.pending, token)
 		p.mu.Unlock()
+		if !mine {
+			return nil
+		}
 		return err
 	}
 	return nil

@@ -68,6 +68,9 @@ type flight struct {
 	denials *Denials
 	subject string
 	state   atomic.Uint32
+	// unsent is set, by the pipeline's goroutine, when the publish failed before it was
+	// sent: a denial that came first leaves no message for the client to let go.
+	unsent bool
 }
 
 // Acked implements AckHandler.
@@ -87,7 +90,7 @@ func (f *flight) Acked(ack *jetstream.PubAck, err error) {
 // denied implements denialWaiter.
 func (f *flight) denied(err error) {
 	if f.state.CompareAndSwap(flightWaiting, flightDenied) {
-		f.report(result{it: f.it, err: err})
+		f.report(result{it: f.it, err: err, f: f})
 	}
 }
 

@@ -74,6 +74,8 @@ type result struct {
 	it  *item
 	ack *jetstream.PubAck
 	err error
+	// f is the publish a denial ended (ErrPublishDenied); nil otherwise.
+	f *flight
 }
 
 // objectQueue holds the changes of one object waiting behind the one in flight.
@@ -225,7 +227,12 @@ func (p *pipeline) run(ctx context.Context, stop <-chan struct{}) error {
 		p.denials.add(msg.Subject, f)
 		if err := pub.PublishAcked(msg, f); err != nil {
 			p.denials.remove(msg.Subject, f)
-			results <- result{it: it, err: err}
+			// A denial may have reported the publish already: one result per publish. The
+			// client holds no message of it either way.
+			f.unsent = true
+			if f.state.CompareAndSwap(flightWaiting, flightReported) {
+				results <- result{it: it, err: err}
+			}
 		}
 	}
 	retire := func() {
@@ -321,7 +328,7 @@ func (p *pipeline) run(ctx context.Context, stop <-chan struct{}) error {
 			}
 
 		case r := <-results:
-			if errors.Is(r.err, ErrPublishDenied) {
+			if errors.Is(r.err, ErrPublishDenied) && (r.f == nil || !r.f.unsent) {
 				orphaned++
 				orphans[r.it]++
 				orphanCharges[r.it] += r.it.charged
