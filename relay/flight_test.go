@@ -102,3 +102,51 @@ func TestPipelineGivesEachPublishOneOutcome(t *testing.T) {
 		t.Errorf("budget after the run: got %d bytes, want 0", got)
 	}
 }
+
+// holdingPublisher is an ackedPublisher that hands each publish's handler to the test,
+// which decides its outcome.
+type holdingPublisher struct{ handlers chan AckHandler }
+
+func (p holdingPublisher) PublishMsgAsync(*nats.Msg, ...jetstream.PublishOpt) (jetstream.PubAckFuture, error) {
+	return nil, errors.New("holding publisher: use PublishAcked")
+}
+
+func (p holdingPublisher) PublishAcked(_ *nats.Msg, h AckHandler) error {
+	p.handlers <- h
+	return nil
+}
+
+func TestADeniedPublishLetGoDoesNotWaitForItsPipeline(t *testing.T) {
+	// The publisher tells every source's publishes from one goroutine: letting go of a denied
+	// publish must not wait until its pipeline, busy elsewhere, reads it.
+	d := NewDenials()
+	pub := holdingPublisher{handlers: make(chan AckHandler, 10)}
+	advancing, unblock := make(chan string, 10), make(chan struct{})
+	p := newPipeline(pub, 100, 2, clocktesting.NewFakeClock(time.Now()), func(rv string, _ bool) {
+		advancing <- rv
+		<-unblock // the pipeline is stuck, as behind a slow checkpoint
+	}, nil)
+	p.denials = d
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	done := make(chan error, 1)
+	go func() { done <- p.run(ctx, make(chan struct{})) }()
+
+	p.in <- change("a", "denied", "1")
+	h := <-pub.handlers
+	d.Observe(fmt.Errorf("%w: Permissions Violation for Publish to %q", nats.ErrPermissionViolation, "denied"))
+	if rv := <-advancing; rv != "1" {
+		t.Fatalf("checkpoint: got %q, want 1", rv)
+	}
+	letGo := make(chan struct{})
+	go func() {
+		h.Acked(nil, jetstream.ErrAsyncPublishTimeout) // the client lets the denied publish go
+		close(letGo)
+	}()
+	waitClosed(t, letGo, "return from the handler of a denied publish while its pipeline is busy")
+	close(unblock)
+	close(p.in)
+	if err := <-done; err != nil {
+		t.Fatalf("run: got %v, want nil", err)
+	}
+}

@@ -193,11 +193,13 @@ func (p *pipeline) run(ctx context.Context, stop <-chan struct{}) error {
 		// that a denied namespace cannot fill that window and stall the other sources;
 		// released receives each one's item as it is let go. The client holds the message
 		// meanwhile, so its item's charge on the budget is kept (orphanCharges) until
-		// every orphan of the item is let go (orphans).
+		// every orphan of the item is let go (orphans). released has room for a window's
+		// worth: the publisher lets orphans go from the goroutine that handles every
+		// source's acks, which must not wait for this pipeline's loop.
 		orphaned      int
 		orphans       = make(map[*item]int)
 		orphanCharges = make(map[*item]int64)
-		released      = make(chan *item)
+		released      = make(chan *item, p.maxOutstanding)
 		exit          = make(chan struct{})
 		pub           = ackedOf(p.pub)
 	)
