@@ -67,6 +67,7 @@ type ackWait struct {
 var (
 	_ Publisher      = (*AckPublisher)(nil)
 	_ ackedPublisher = (*AckPublisher)(nil)
+	_ replyBounded   = (*AckPublisher)(nil)
 )
 
 // NewAckPublisher returns an AckPublisher on nc whose publishes time out after timeout
@@ -93,7 +94,7 @@ func NewAckPublisher(nc *nats.Conn, timeout time.Duration) (*AckPublisher, error
 
 // replyPrefix returns the start of a new publisher's reply subjects on nc:
 // "<inbox prefix>.<8 characters>.", as short as nats.go's own for asynchronous publishes
-// (asyncReplyMax bounds the whole reply subject), the characters drawn from a fresh inbox so
+// (MaxReplyLen bounds the whole reply subject), the characters drawn from a fresh inbox so
 // that no other publisher shares them.
 func replyPrefix(nc *nats.Conn) string {
 	inbox := nc.NewInbox() // <inbox prefix>.<nuid>
@@ -102,6 +103,13 @@ func replyPrefix(nc *nats.Conn) string {
 	id := strconv.FormatUint(binary.BigEndian.Uint64(sum[:8])|1<<62, 36) // 12 or 13 digits
 	return inbox[:dot+1] + id[len(id)-replyIDLen:] + "."
 }
+
+// MaxReplyLen returns the longest reply subject p gives a publish: its prefix (the
+// connection's inbox prefix, a dot, replyIDLen characters, a dot) and a publish's number.
+func (p *AckPublisher) MaxReplyLen() int { return len(p.prefix) + maxTokenLen }
+
+// maxTokenLen is the most digits of a publish's number in base 36 (a uint64).
+const maxTokenLen = 13
 
 // replyIDLen is the length of the token that makes a publisher's reply subjects its own: 36^8
 // values.
@@ -142,7 +150,7 @@ func (p *AckPublisher) PublishAcked(msg *nats.Msg, h AckHandler) error {
 	p.pending[token] = ackWait{h: h, tick: p.tick.Load()}
 	p.mu.Unlock()
 
-	var b [13]byte // a uint64 in base 36
+	var b [maxTokenLen]byte // a uint64 in base 36
 	out := nats.Msg{Subject: msg.Subject, Reply: p.prefix + string(strconv.AppendUint(b[:0], token, 36)), Header: msg.Header, Data: msg.Data}
 	if err := p.nc.PublishMsg(&out); err != nil {
 		// A lost connection (failAll) or the sweep may have ended the publish already and

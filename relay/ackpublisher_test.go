@@ -38,18 +38,22 @@ func (o outcome) wait(t *testing.T) ackOutcome {
 }
 
 // ackTestServer starts a nats-server with a stream "S" over "ev.>" (messages up to 1 KiB)
-// and returns it, a connection to it and an AckPublisher on that connection.
-func ackTestServer(t *testing.T, timeout time.Duration) (*server.Server, *nats.Conn, *AckPublisher) {
+// and returns it, a connection to it (with opts) and an AckPublisher on that connection.
+func ackTestServer(t *testing.T, timeout time.Duration, opts ...nats.Option) (*server.Server, *nats.Conn, *AckPublisher) {
 	t.Helper()
 	s := natstest.Start(t, nil)
-	nc := natstest.Connect(t, s)
+	nc, err := nats.Connect(s.ClientURL(), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
 	js, err := jetstream.New(nc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "S", Subjects: []string{"ev.>"}, MaxMsgSize: 1024}); err != nil {
+	if _, err = js.CreateStream(ctx, jetstream.StreamConfig{Name: "S", Subjects: []string{"ev.>"}, MaxMsgSize: 1024}); err != nil {
 		t.Fatal(err)
 	}
 	p, err := NewAckPublisher(nc, timeout)
@@ -225,7 +229,7 @@ func TestPipelineKeepsObjectOrderOnTheAckPublisher(t *testing.T) {
 
 func TestAckPublisherRepliesFitTheControlLineAllowance(t *testing.T) {
 	s := natstest.Start(t, nil)
-	for _, prefix := range []string{"", "relay.inbox"} {
+	for _, prefix := range []string{"", "relay.inbox", strings.Repeat("r", 60)} {
 		var opts []nats.Option
 		if prefix != "" {
 			opts = append(opts, nats.CustomInboxPrefix(prefix))
@@ -244,8 +248,53 @@ func TestAckPublisherRepliesFitTheControlLineAllowance(t *testing.T) {
 			want = "_INBOX"
 		}
 		longest := p + strconv.FormatUint(1<<64-1, 36)
-		if !strings.HasPrefix(p, want+".") || len(longest) > asyncReplyMax {
-			t.Errorf("reply subjects: got up to %q (%d bytes), want them under %s. and at most %d bytes", longest, len(longest), want, asyncReplyMax)
+		pub := &AckPublisher{prefix: p}
+		if !strings.HasPrefix(p, want+".") || len(longest) != pub.MaxReplyLen() {
+			t.Errorf("reply subjects: got up to %q (%d bytes), want them under %s. and MaxReplyLen %d", longest, len(longest), want, pub.MaxReplyLen())
 		}
+	}
+}
+
+func TestPipelineNeverOverflowsTheControlLineWithALongInboxPrefix(t *testing.T) {
+	// A subject that fits the control line beside a default reply subject, not beside the
+	// replies under a 60-byte inbox prefix: sent, it would make the server close the
+	// connection (and every source's publishes with it), again at every retry.
+	_, nc, p := ackTestServer(t, time.Minute, nats.CustomInboxPrefix(strings.Repeat("r", 60)))
+	ck := &checkpoints{}
+	pl := newPipeline(p, 8, 4, clock.RealClock{}, ck.advance, nil)
+	refusals := make(chan Refusal, 10)
+	pl.onRefused = func(_ *item, _ Step, why Refusal, _ error, _ bool) { refusals <- why }
+	done := make(chan error, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go func() { done <- pl.run(ctx, make(chan struct{})) }()
+
+	data := []byte("10 bytes..")
+	// PUB arguments: subject, reply, size; with a reply of asyncReplyMax bytes they fit.
+	subject := "ev." + strings.Repeat("s", maxControlLine-asyncReplyMax-3-len(strconv.Itoa(len(data)))-3-4)
+	pl.in <- &item{key: "long", rv: "1", msg: &nats.Msg{Subject: subject, Data: data}}
+	pl.in <- &item{key: "ok", rv: "2", msg: &nats.Msg{Subject: "ev.ok", Data: data}}
+	close(pl.in)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("run: still publishing after 30s (%d reconnects)", nc.Stats().Reconnects)
+	}
+	select {
+	case why := <-refusals:
+		if why != RefusedSubjectTooLong {
+			t.Errorf("refusal: got %s, want %s", why, RefusedSubjectTooLong)
+		}
+	default:
+		t.Error("refusals: got none, want the long subject refused as too long")
+	}
+	if got := ck.last(); got != "2" {
+		t.Errorf("checkpoint: got %q, want 2", got)
+	}
+	if got := nc.Stats().Reconnects; got != 0 || !nc.IsConnected() {
+		t.Errorf("connection: %d reconnects, connected %v; want 0 and connected", got, nc.IsConnected())
 	}
 }

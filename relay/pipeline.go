@@ -29,9 +29,9 @@ const (
 	// connection of a client whose PUB/HPUB arguments (subject, reply, sizes) are longer. The
 	// client cannot learn the configured value, so the relay holds to the default.
 	maxControlLine = 4096
-	// asyncReplyMax bounds the reply subject of an asynchronous publish: AckPublisher's
-	// "_INBOX.", an 8-character token, a dot and the publish's number in base 36 (at most
-	// 29 bytes), with room for a custom inbox prefix.
+	// asyncReplyMax bounds the reply subject of an asynchronous publish by a publisher that
+	// does not tell its own bound (replyBounded): nats.go's "_INBOX." replies fit it, with
+	// room for a short custom inbox prefix. AckPublisher tells its own.
 	asyncReplyMax = 64
 	// maxSizeDigits is the most digits a size on the control line has (an int64).
 	maxSizeDigits = 19
@@ -44,19 +44,34 @@ type Publisher interface {
 
 var _ Publisher = (jetstream.JetStream)(nil)
 
-// fitsControlLine reports whether msg's HPUB arguments (subject, the JetStream reply, header
-// and total sizes) stay within the server's control line limit. It runs for every step of
-// every change, so a subject short enough that the arguments fit whatever the sizes (at most
-// maxSizeDigits each) passes without measuring the headers.
-func fitsControlLine(msg *nats.Msg) bool {
-	if len(msg.Subject) <= maxControlLine-asyncReplyMax-3-2*maxSizeDigits {
+// replyBounded is a Publisher that knows the longest reply subject it gives a publish, which
+// grows with the connection's inbox prefix. AckPublisher is one.
+type replyBounded interface {
+	MaxReplyLen() int
+}
+
+// replyMaxOf returns the longest reply subject pub gives a publish: its own bound when it
+// tells one, else asyncReplyMax.
+func replyMaxOf(pub Publisher) int {
+	if b, ok := pub.(replyBounded); ok {
+		return b.MaxReplyLen()
+	}
+	return asyncReplyMax
+}
+
+// fitsControlLine reports whether msg's HPUB arguments (subject, a JetStream reply of up to
+// replyMax bytes, header and total sizes) stay within the server's control line limit. It
+// runs for every step of every change, so a subject short enough that the arguments fit
+// whatever the sizes (at most maxSizeDigits each) passes without measuring the headers.
+func fitsControlLine(msg *nats.Msg, replyMax int) bool {
+	if len(msg.Subject) <= maxControlLine-replyMax-3-2*maxSizeDigits {
 		return true
 	}
 	hdr := 0
 	if len(msg.Header) > 0 {
 		hdr = event.HeaderSize(msg.Header)
 	}
-	n := len(msg.Subject) + 1 + asyncReplyMax + 1 + len(strconv.Itoa(hdr)) + 1 + len(strconv.Itoa(hdr+len(msg.Data)))
+	n := len(msg.Subject) + 1 + replyMax + 1 + len(strconv.Itoa(hdr)) + 1 + len(strconv.Itoa(hdr+len(msg.Data)))
 	return n <= maxControlLine
 }
 
@@ -89,6 +104,8 @@ type objectQueue struct {
 // and reports the resourceVersion up to which everything is acked.
 type pipeline struct {
 	pub Publisher
+	// replyMax is the longest reply subject pub gives a publish (see fitsControlLine).
+	replyMax int
 	// in is the bounded buffer between watch intake and publishing.
 	in chan *item
 	// maxOutstanding bounds items taken from in and not yet acked.
@@ -150,6 +167,7 @@ func (p *pipeline) noteResult(err error) {
 func newPipeline(pub Publisher, buffer, maxOutstanding int, clk clock.WithDelayedExecution, advance func(string, bool), onRetry func(*item, error)) *pipeline {
 	p := &pipeline{
 		pub:            pub,
+		replyMax:       replyMaxOf(pub),
 		in:             make(chan *item, buffer),
 		maxOutstanding: maxOutstanding,
 		advance:        advance,
@@ -220,7 +238,7 @@ func (p *pipeline) run(ctx context.Context, stop <-chan struct{}) error {
 		inflight++
 		it.sent = p.clock.Now()
 		msg := it.current()
-		if !fitsControlLine(msg) {
+		if !fitsControlLine(msg, p.replyMax) {
 			// The server would close the connection: never send it.
 			results <- result{it: it, err: fmt.Errorf("%w: %d bytes", errSubjectTooLong, len(msg.Subject))}
 			return
