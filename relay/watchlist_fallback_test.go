@@ -99,3 +99,23 @@ func outcomeOf(streamed bool, rv string, err error) string {
 	}
 	return "paged " + rv
 }
+
+func TestIntakeListsAgainAtOnceWhenAStreamTurnsOutAPlainWatch(t *testing.T) {
+	// The server answered the streaming list as a plain watch after some objects: the intake
+	// falls back to pages and lists again without a failure's backoff. The clock never moves,
+	// so a backoff would hold the list for good.
+	r := &scriptedReader{
+		list: func(int, metav1.ListOptions) (*page, error) {
+			return scriptedPage("50", "", scriptedConfigMap("ns", "a", "uid-a", "6", "v")), nil
+		},
+		watches: make(chan watch.Interface, 1),
+	}
+	w := watch.NewFakeWithChanSize(2, false)
+	w.Add(streamed("a", "5"))
+	w.Modify(streamed("a", "6"))
+	r.watches <- w
+	ti := newTestIntake(t, r)
+	ti.in.src.cfg.WatchList = WatchListAuto
+	ti.start(t, "")
+	waitFor(t, "the paged list", func() bool { return len(r.lists()) > 0 })
+}
