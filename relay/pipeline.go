@@ -205,15 +205,15 @@ func (p *pipeline) run(ctx context.Context, stop <-chan struct{}) error {
 		// backingOff holds items waiting for their retry timer; on stop they are given up
 		// at once instead of holding the shutdown until their timers fire.
 		backingOff = make(map[*item]bool)
-		// orphaned counts denied publishes whose future the client still holds: the server
-		// sends no reply to a denied publish, so the client keeps it pending until its ack
-		// times out, in a window all sources share. They count toward maxOutstanding, so
-		// that a denied namespace cannot fill that window and stall the other sources;
-		// released receives each one's item as it is let go. The client holds the message
-		// meanwhile, so its item's charge on the budget is kept (orphanCharges) until
-		// every orphan of the item is let go (orphans). released has room for a window's
-		// worth: the publisher lets orphans go from the goroutine that handles every
-		// source's acks, which must not wait for this pipeline's loop.
+		// orphaned counts denied publishes the publisher still holds: the server sends no
+		// reply to a denied publish, so the publisher keeps it pending until its ack times
+		// out. They count toward maxOutstanding, so that a denied namespace cannot pile up
+		// publishes waiting for nothing; released receives each one's item as it is let
+		// go. A publisher of futures (jetstream.JetStream) holds the message meanwhile, so
+		// its item's charge on the budget is kept (orphanCharges) until every orphan of the
+		// item is let go (orphans). released has room for a window's worth: the publisher
+		// lets orphans go from the goroutine that handles every source's acks, which must
+		// not wait for this pipeline's loop.
 		orphaned      int
 		orphans       = make(map[*item]int)
 		orphanCharges = make(map[*item]int64)
