@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -175,11 +176,47 @@ func TestAckPublisherFailsWhatWaitsWhenClosed(t *testing.T) {
 	}
 }
 
+// faultyPublisher is an AckPublisher whose every faultEvery-th publish fails as it is
+// written, and every faultEvery-th (offset) loses its ack after it was stored.
+type faultyPublisher struct {
+	*AckPublisher
+	n, failed, lost atomic.Int64
+}
+
+const faultEvery = 7
+
+func (f *faultyPublisher) PublishAcked(msg *nats.Msg, h AckHandler) error {
+	switch f.n.Add(1) % faultEvery {
+	case 2:
+		f.failed.Add(1)
+		return nats.ErrDisconnected
+	case 5:
+		f.lost.Add(1)
+		return f.AckPublisher.PublishAcked(msg, lostAck{h})
+	}
+	return f.AckPublisher.PublishAcked(msg, h)
+}
+
+// lostAck reports a stored publish as timed out, as when its ack is lost.
+type lostAck struct{ h AckHandler }
+
+func (l lostAck) Acked(_ *jetstream.PubAck, err error) {
+	if err == nil {
+		err = jetstream.ErrAsyncPublishTimeout
+	}
+	l.h.Acked(nil, err)
+}
+
 func TestPipelineKeepsObjectOrderOnTheAckPublisher(t *testing.T) {
-	_, nc, p := ackTestServer(t, time.Minute)
+	// Publishes fail as they are written and lose their acks after they were stored: every
+	// object's changes must still be stored in order, each once (the retries carry the same
+	// Nats-Msg-Id), and the checkpoint reach the last.
+	_, nc, ap := ackTestServer(t, time.Minute)
+	p := &faultyPublisher{AckPublisher: ap}
 	const objects, changes = 20, 10
 	ck := &checkpoints{}
-	pl := newPipeline(p, 64, 16, clock.RealClock{}, ck.advance, nil)
+	// More outstanding than objects: several changes of an object are taken at once.
+	pl := newPipeline(p, 64, 4*objects, clock.RealClock{}, ck.advance, nil)
 	done := make(chan error, 1)
 	go func() { done <- pl.run(context.Background(), make(chan struct{})) }()
 	rv := 0
@@ -187,9 +224,11 @@ func TestPipelineKeepsObjectOrderOnTheAckPublisher(t *testing.T) {
 		for o := range objects {
 			rv++
 			subject := "ev.o" + strconv.Itoa(o)
-			pl.in <- &item{key: subject, rv: strconv.Itoa(rv),
-				msg:   &nats.Msg{Subject: subject, Data: []byte(strconv.Itoa(c))},
-				index: &nats.Msg{Subject: "ev.index." + strconv.Itoa(o), Data: []byte(strconv.Itoa(c))}}
+			msg := func(subject string) *nats.Msg {
+				return &nats.Msg{Subject: subject, Data: []byte(strconv.Itoa(c)),
+					Header: nats.Header{jetstream.MsgIDHeader: {subject + "/" + strconv.Itoa(c)}}}
+			}
+			pl.in <- &item{key: subject, rv: strconv.Itoa(rv), msg: msg(subject), index: msg("ev.index." + strconv.Itoa(o))}
 		}
 	}
 	close(pl.in)
@@ -222,8 +261,20 @@ func TestPipelineKeepsObjectOrderOnTheAckPublisher(t *testing.T) {
 		}
 		next[m.Subject()]++
 	}
+	stream, err := js.Stream(ctx, "S")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info, err := stream.Info(ctx); err != nil {
+		t.Fatal(err)
+	} else if info.State.Msgs != 2*objects*changes {
+		t.Errorf("stream: got %d messages, want %d (each change once)", info.State.Msgs, 2*objects*changes)
+	}
 	if n := p.InFlight(); n != 0 {
 		t.Errorf("in flight after the run: got %d, want 0", n)
+	}
+	if p.failed.Load() == 0 || p.lost.Load() == 0 {
+		t.Errorf("faults injected: %d failed writes, %d lost acks; want some of each", p.failed.Load(), p.lost.Load())
 	}
 }
 
