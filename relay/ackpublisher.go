@@ -30,6 +30,11 @@ var ErrPublisherClosed = errors.New("publisher closed")
 // and no publish needs a timer of its own.
 const ackSweeps = 4
 
+// minSweepInterval bounds how often the AckPublisher sweeps when its timeout is tiny (tests):
+// a ticker needs a positive interval, and sweeping more often than every millisecond would
+// only spin on the map's lock.
+const minSweepInterval = time.Millisecond
+
 // AckPublisher publishes to JetStream asynchronously, as jetstream.JetStream's
 // PublishMsgAsync does, with one subscription and one map for every acknowledgement
 // instead of a future, a channel and a timer per publish: each publish names an
@@ -88,7 +93,7 @@ func NewAckPublisher(nc *nats.Conn, timeout time.Duration) (*AckPublisher, error
 	p.status = nc.StatusChanged(nats.RECONNECTING, nats.CLOSED)
 	p.wg.Add(2)
 	go p.watchConnection()
-	go p.sweep(max(timeout/ackSweeps, time.Millisecond))
+	go p.sweep(max(timeout/ackSweeps, minSweepInterval))
 	return p, nil
 }
 
