@@ -47,15 +47,23 @@ func HistoryID(history uint64, cluster, group, resource, uid, resourceVersion st
 }
 
 // digestFields is the id of the fields: the first idBytes bytes of SHA-256 over each field
-// written as its length (8-byte big-endian) and its bytes, in lower-case hex.
+// written as its length (8-byte big-endian) and its bytes, in lower-case hex. It runs for
+// every event: the fields are gathered in a buffer on the stack (when they fit) and hashed
+// at once, so that the id string is the only allocation.
 func digestFields(fields ...string) string {
-	h := sha256.New()
-	var n [8]byte
+	var buf [digestBuffer]byte
+	b := buf[:0]
 	for _, f := range fields {
-		binary.BigEndian.PutUint64(n[:], uint64(len(f)))
-		h.Write(n[:])
-		h.Write([]byte(f))
+		b = binary.BigEndian.AppendUint64(b, uint64(len(f)))
+		b = append(b, f...)
 	}
-	sum := h.Sum(nil)
-	return hex.EncodeToString(sum[:idBytes])
+	sum := sha256.Sum256(b)
+	var id [IDLen]byte
+	hex.Encode(id[:], sum[:idBytes])
+	return string(id[:])
 }
+
+// digestBuffer is the stack buffer digestFields gathers fields in: enough for the fields of
+// an id (a UID is 36 bytes, a resourceVersion about 10, each field 8 more for its length)
+// with cluster, group and resource names of a few dozen bytes each.
+const digestBuffer = 256

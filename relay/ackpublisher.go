@@ -1,8 +1,11 @@
 package relay
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -26,6 +29,11 @@ var ErrPublisherClosed = errors.New("publisher closed")
 // long: a publish times out between timeout and timeout*(1+1/ackSweeps) after it was sent,
 // and no publish needs a timer of its own.
 const ackSweeps = 4
+
+// minSweepInterval bounds how often the AckPublisher sweeps when its timeout is tiny (tests):
+// a ticker needs a positive interval, and sweeping more often than every millisecond would
+// only spin on the map's lock.
+const minSweepInterval = time.Millisecond
 
 // AckPublisher publishes to JetStream asynchronously, as jetstream.JetStream's
 // PublishMsgAsync does, with one subscription and one map for every acknowledgement
@@ -64,12 +72,13 @@ type ackWait struct {
 var (
 	_ Publisher      = (*AckPublisher)(nil)
 	_ ackedPublisher = (*AckPublisher)(nil)
+	_ replyBounded   = (*AckPublisher)(nil)
 )
 
 // NewAckPublisher returns an AckPublisher on nc whose publishes time out after timeout
 // without acknowledgement. It subscribes to its reply subjects under nc's inbox prefix.
 func NewAckPublisher(nc *nats.Conn, timeout time.Duration) (*AckPublisher, error) {
-	p := &AckPublisher{nc: nc, prefix: nc.NewInbox() + ".", stop: make(chan struct{}), pending: make(map[uint64]ackWait)}
+	p := &AckPublisher{nc: nc, prefix: replyPrefix(nc), stop: make(chan struct{}), pending: make(map[uint64]ackWait)}
 	sub, err := nc.Subscribe(p.prefix+"*", p.reply)
 	if err != nil {
 		return nil, err
@@ -84,9 +93,32 @@ func NewAckPublisher(nc *nats.Conn, timeout time.Duration) (*AckPublisher, error
 	p.status = nc.StatusChanged(nats.RECONNECTING, nats.CLOSED)
 	p.wg.Add(2)
 	go p.watchConnection()
-	go p.sweep(max(timeout/ackSweeps, time.Millisecond))
+	go p.sweep(max(timeout/ackSweeps, minSweepInterval))
 	return p, nil
 }
+
+// replyPrefix returns the start of a new publisher's reply subjects on nc:
+// "<inbox prefix>.<8 characters>.", as short as nats.go's own for asynchronous publishes
+// (MaxReplyLen bounds the whole reply subject), the characters drawn from a fresh inbox so
+// that no other publisher shares them.
+func replyPrefix(nc *nats.Conn) string {
+	inbox := nc.NewInbox() // <inbox prefix>.<nuid>
+	dot := strings.LastIndexByte(inbox, '.')
+	sum := sha256.Sum256([]byte(inbox[dot+1:]))
+	id := strconv.FormatUint(binary.BigEndian.Uint64(sum[:8])|1<<62, 36) // 12 or 13 digits
+	return inbox[:dot+1] + id[len(id)-replyIDLen:] + "."
+}
+
+// MaxReplyLen returns the longest reply subject p gives a publish: its prefix (the
+// connection's inbox prefix, a dot, replyIDLen characters, a dot) and a publish's number.
+func (p *AckPublisher) MaxReplyLen() int { return len(p.prefix) + maxTokenLen }
+
+// maxTokenLen is the most digits of a publish's number in base 36 (a uint64).
+const maxTokenLen = 13
+
+// replyIDLen is the length of the token that makes a publisher's reply subjects its own: 36^8
+// values.
+const replyIDLen = 8
 
 // Close stops the publisher: every publish still waiting fails with ErrPublisherClosed and
 // later publishes are refused. It returns once its goroutines have stopped.
@@ -106,7 +138,9 @@ func (p *AckPublisher) Close() {
 }
 
 // PublishAcked publishes msg and calls h with its outcome, unless it returns an error: then
-// msg was not sent and h is never called. msg is not modified and must have no reply subject.
+// msg was not sent and h is never called. Each publish has exactly one outcome: when the
+// connection is lost while msg is being written, h may be told of it (nats.ErrDisconnected)
+// and PublishAcked returns nil. msg is not modified and must have no reply subject.
 func (p *AckPublisher) PublishAcked(msg *nats.Msg, h AckHandler) error {
 	if msg.Reply != "" {
 		return jetstream.ErrAsyncPublishReplySubjectSet
@@ -121,12 +155,18 @@ func (p *AckPublisher) PublishAcked(msg *nats.Msg, h AckHandler) error {
 	p.pending[token] = ackWait{h: h, tick: p.tick.Load()}
 	p.mu.Unlock()
 
-	var b [13]byte // a uint64 in base 36
+	var b [maxTokenLen]byte // a uint64 in base 36
 	out := nats.Msg{Subject: msg.Subject, Reply: p.prefix + string(strconv.AppendUint(b[:0], token, 36)), Header: msg.Header, Data: msg.Data}
 	if err := p.nc.PublishMsg(&out); err != nil {
+		// A lost connection (failAll) or the sweep may have ended the publish already and
+		// called h: then that is its one outcome, and the error is not reported twice.
 		p.mu.Lock()
+		_, mine := p.pending[token]
 		delete(p.pending, token)
 		p.mu.Unlock()
+		if !mine {
+			return nil
+		}
 		return err
 	}
 	return nil

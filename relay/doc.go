@@ -47,7 +47,13 @@
 //
 // Objects are read through the apiserver's JSON. When the Rules only select and strip
 // (AsReadRules), bodies are published as the apiserver sent them with the stripped members
-// cut out, without decoding; otherwise objects are decoded once into unstructured maps.
+// cut out, without decoding; otherwise objects are decoded once into unstructured maps. The
+// initial sync and relists read every object with a streaming list or page by page
+// (SourceConfig.WatchList); either way, deletes are inferred only from a complete state.
+//
+// Publishing is asynchronous. With an AckPublisher, every acknowledgement reaches the
+// pipeline through one subscription and a callback per publish; any other Publisher is
+// awaited through its futures, a goroutine per publish.
 //
 // What it does not guarantee: intermediate states skipped by a relist (only the final state
 // is known); a replayed delete older than the duplicate window after the index entry is gone

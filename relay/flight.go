@@ -3,44 +3,8 @@ package relay
 import (
 	"sync/atomic"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
-
-// ackedPublisher is a Publisher that reports each publish's outcome to a handler instead of
-// a future, so that the pipeline waits for its acknowledgements without a goroutine per
-// publish. AckPublisher is one.
-type ackedPublisher interface {
-	PublishAcked(msg *nats.Msg, h AckHandler) error
-}
-
-// ackedOf returns pub as an ackedPublisher: itself when it is one, else futureAcks.
-func ackedOf(pub Publisher) ackedPublisher {
-	if a, ok := pub.(ackedPublisher); ok {
-		return a
-	}
-	return futureAcks{pub}
-}
-
-// futureAcks adapts a Publisher that returns futures (jetstream.JetStream, test fakes): a
-// goroutine per publish waits for its future and tells the handler.
-type futureAcks struct{ pub Publisher }
-
-func (f futureAcks) PublishAcked(msg *nats.Msg, h AckHandler) error {
-	fut, err := f.pub.PublishMsgAsync(msg)
-	if err != nil {
-		return err
-	}
-	go func() {
-		select {
-		case ack := <-fut.Ok():
-			h.Acked(ack, nil)
-		case err := <-fut.Err():
-			h.Acked(nil, err)
-		}
-	}()
-	return nil
-}
 
 // ackSink is where the publishes of one pipeline run report: results takes the outcome of
 // each publish, released the item of a denied publish once the client lets it go, and exit
@@ -68,6 +32,9 @@ type flight struct {
 	denials *Denials
 	subject string
 	state   atomic.Uint32
+	// unsent is set, by the pipeline's goroutine, when the publish failed before it was
+	// sent: a denial that came first leaves no message for the client to let go.
+	unsent bool
 }
 
 // Acked implements AckHandler.
@@ -87,7 +54,7 @@ func (f *flight) Acked(ack *jetstream.PubAck, err error) {
 // denied implements denialWaiter.
 func (f *flight) denied(err error) {
 	if f.state.CompareAndSwap(flightWaiting, flightDenied) {
-		f.report(result{it: f.it, err: err})
+		f.report(result{it: f.it, err: err, f: f})
 	}
 }
 

@@ -189,6 +189,11 @@ func (in *intake) run(ctx context.Context, rv string) {
 			return
 		}
 		in.src.synced.Store(false)
+		if errors.Is(err, errListAgain) {
+			// readAll gave up streaming after it had read part of a state (and said why):
+			// nothing failed that a wait would help, so list again, page by page, at once.
+			continue
+		}
 		switch {
 		case isExpired(err) || isTooLarge(err) || errors.Is(err, errAhead) || errors.Is(err, errNeedRelist):
 			switch {

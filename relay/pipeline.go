@@ -29,9 +29,9 @@ const (
 	// connection of a client whose PUB/HPUB arguments (subject, reply, sizes) are longer. The
 	// client cannot learn the configured value, so the relay holds to the default.
 	maxControlLine = 4096
-	// asyncReplyMax bounds the reply subject the JetStream client adds to an asynchronous
-	// publish: "_INBOX." and two 6-character tokens (20 bytes), with room for a custom inbox
-	// prefix.
+	// asyncReplyMax bounds the reply subject of an asynchronous publish by a publisher that
+	// does not tell its own bound (replyBounded): nats.go's "_INBOX." replies fit it, with
+	// room for a short custom inbox prefix. AckPublisher tells its own.
 	asyncReplyMax = 64
 	// maxSizeDigits is the most digits a size on the control line has (an int64).
 	maxSizeDigits = 19
@@ -44,19 +44,34 @@ type Publisher interface {
 
 var _ Publisher = (jetstream.JetStream)(nil)
 
-// fitsControlLine reports whether msg's HPUB arguments (subject, the JetStream reply, header
-// and total sizes) stay within the server's control line limit. It runs for every step of
-// every change, so a subject short enough that the arguments fit whatever the sizes (at most
-// maxSizeDigits each) passes without measuring the headers.
-func fitsControlLine(msg *nats.Msg) bool {
-	if len(msg.Subject) <= maxControlLine-asyncReplyMax-3-2*maxSizeDigits {
+// replyBounded is a Publisher that knows the longest reply subject it gives a publish, which
+// grows with the connection's inbox prefix. AckPublisher is one.
+type replyBounded interface {
+	MaxReplyLen() int
+}
+
+// replyMaxOf returns the longest reply subject pub gives a publish: its own bound when it
+// tells one, else asyncReplyMax.
+func replyMaxOf(pub Publisher) int {
+	if b, ok := pub.(replyBounded); ok {
+		return b.MaxReplyLen()
+	}
+	return asyncReplyMax
+}
+
+// fitsControlLine reports whether msg's HPUB arguments (subject, a JetStream reply of up to
+// replyMax bytes, header and total sizes) stay within the server's control line limit. It
+// runs for every step of every change, so a subject short enough that the arguments fit
+// whatever the sizes (at most maxSizeDigits each) passes without measuring the headers.
+func fitsControlLine(msg *nats.Msg, replyMax int) bool {
+	if len(msg.Subject) <= maxControlLine-replyMax-3-2*maxSizeDigits {
 		return true
 	}
 	hdr := 0
 	if len(msg.Header) > 0 {
 		hdr = event.HeaderSize(msg.Header)
 	}
-	n := len(msg.Subject) + 1 + asyncReplyMax + 1 + len(strconv.Itoa(hdr)) + 1 + len(strconv.Itoa(hdr+len(msg.Data)))
+	n := len(msg.Subject) + 1 + replyMax + 1 + len(strconv.Itoa(hdr)) + 1 + len(strconv.Itoa(hdr+len(msg.Data)))
 	return n <= maxControlLine
 }
 
@@ -74,6 +89,8 @@ type result struct {
 	it  *item
 	ack *jetstream.PubAck
 	err error
+	// f is the publish a denial ended (ErrPublishDenied); nil otherwise.
+	f *flight
 }
 
 // objectQueue holds the changes of one object waiting behind the one in flight.
@@ -87,6 +104,8 @@ type objectQueue struct {
 // and reports the resourceVersion up to which everything is acked.
 type pipeline struct {
 	pub Publisher
+	// replyMax is the longest reply subject pub gives a publish (see fitsControlLine).
+	replyMax int
 	// in is the bounded buffer between watch intake and publishing.
 	in chan *item
 	// maxOutstanding bounds items taken from in and not yet acked.
@@ -151,6 +170,7 @@ func (p *pipeline) noteResult(err error) {
 func newPipeline(pub Publisher, buffer, maxOutstanding int, clk clock.WithDelayedExecution, advance func(string, bool), onRetry func(*item, error)) *pipeline {
 	p := &pipeline{
 		pub:            pub,
+		replyMax:       replyMaxOf(pub),
 		in:             make(chan *item, buffer),
 		maxOutstanding: maxOutstanding,
 		advance:        advance,
@@ -188,17 +208,19 @@ func (p *pipeline) run(ctx context.Context, stop <-chan struct{}) error {
 		// backingOff holds items waiting for their retry timer; on stop they are given up
 		// at once instead of holding the shutdown until their timers fire.
 		backingOff = make(map[*item]bool)
-		// orphaned counts denied publishes whose future the client still holds: the server
-		// sends no reply to a denied publish, so the client keeps it pending until its ack
-		// times out, in a window all sources share. They count toward maxOutstanding, so
-		// that a denied namespace cannot fill that window and stall the other sources;
-		// released receives each one's item as it is let go. The client holds the message
-		// meanwhile, so its item's charge on the budget is kept (orphanCharges) until
-		// every orphan of the item is let go (orphans).
+		// orphaned counts denied publishes the publisher still holds: the server sends no
+		// reply to a denied publish, so the publisher keeps it pending until its ack times
+		// out. They count toward maxOutstanding, so that a denied namespace cannot pile up
+		// publishes waiting for nothing; released receives each one's item as it is let
+		// go. A publisher of futures (jetstream.JetStream) holds the message meanwhile, so
+		// its item's charge on the budget is kept (orphanCharges) until every orphan of the
+		// item is let go (orphans). released has room for a window's worth: the publisher
+		// lets orphans go from the goroutine that handles every source's acks, which must
+		// not wait for this pipeline's loop.
 		orphaned      int
 		orphans       = make(map[*item]int)
 		orphanCharges = make(map[*item]int64)
-		released      = make(chan *item)
+		released      = make(chan *item, p.maxOutstanding)
 		exit          = make(chan struct{})
 		pub           = ackedOf(p.pub)
 	)
@@ -223,7 +245,7 @@ func (p *pipeline) run(ctx context.Context, stop <-chan struct{}) error {
 			p.journal.Write(msg, func(err error) { results <- result{it: it, err: err} })
 			return
 		}
-		if !fitsControlLine(msg) {
+		if !fitsControlLine(msg, p.replyMax) {
 			// The server would close the connection: never send it.
 			results <- result{it: it, err: fmt.Errorf("%w: %d bytes", errSubjectTooLong, len(msg.Subject))}
 			return
@@ -232,7 +254,12 @@ func (p *pipeline) run(ctx context.Context, stop <-chan struct{}) error {
 		p.denials.add(msg.Subject, f)
 		if err := pub.PublishAcked(msg, f); err != nil {
 			p.denials.remove(msg.Subject, f)
-			results <- result{it: it, err: err}
+			// A denial may have reported the publish already: one result per publish. The
+			// client holds no message of it either way.
+			f.unsent = true
+			if f.state.CompareAndSwap(flightWaiting, flightReported) {
+				results <- result{it: it, err: err}
+			}
 		}
 	}
 	retire := func() {
@@ -328,7 +355,7 @@ func (p *pipeline) run(ctx context.Context, stop <-chan struct{}) error {
 			}
 
 		case r := <-results:
-			if errors.Is(r.err, ErrPublishDenied) {
+			if errors.Is(r.err, ErrPublishDenied) && (r.f == nil || !r.f.unsent) {
 				orphaned++
 				orphans[r.it]++
 				orphanCharges[r.it] += r.it.charged

@@ -526,13 +526,15 @@ func TestPipelineNeverSendsAControlLineTheServerRefuses(t *testing.T) {
 
 func TestFitsControlLineCountsSubjectReplyAndSizes(t *testing.T) {
 	h := nats.Header{"k": {"v"}}
-	// The arguments: subject, reply (asyncReplyMax), header size, total size, three spaces.
-	room := maxControlLine - asyncReplyMax - 3 - len(strconv.Itoa(event.HeaderSize(h)))*2
-	if !fitsControlLine(&nats.Msg{Subject: strings.Repeat("s", room), Header: h}) {
-		t.Errorf("a subject of %d bytes: got refused, want it to fit", room)
-	}
-	if fitsControlLine(&nats.Msg{Subject: strings.Repeat("s", room+1), Header: h}) {
-		t.Errorf("a subject of %d bytes: got fits, want refused", room+1)
+	for _, replyMax := range []int{asyncReplyMax, 200} {
+		// The arguments: subject, reply, header size, total size, three spaces.
+		room := maxControlLine - replyMax - 3 - len(strconv.Itoa(event.HeaderSize(h)))*2
+		if !fitsControlLine(&nats.Msg{Subject: strings.Repeat("s", room), Header: h}, replyMax) {
+			t.Errorf("a subject of %d bytes, a reply of up to %d: got refused, want it to fit", room, replyMax)
+		}
+		if fitsControlLine(&nats.Msg{Subject: strings.Repeat("s", room+1), Header: h}, replyMax) {
+			t.Errorf("a subject of %d bytes, a reply of up to %d: got fits, want refused", room+1, replyMax)
+		}
 	}
 }
 
@@ -542,7 +544,7 @@ func TestFitsControlLineCostsNoAllocationForAnOrdinarySubject(t *testing.T) {
 		Name: "app", UID: "00000000-0000-0000-0000-000000000000", ResourceVersion: "12345", Type: event.Modified, Origin: event.Live}
 	msg := &nats.Msg{Subject: meta.Subject("kube").String(), Header: meta.Header(), Data: make([]byte, 4096)}
 	if allocs := testing.AllocsPerRun(100, func() {
-		if !fitsControlLine(msg) {
+		if !fitsControlLine(msg, asyncReplyMax) {
 			t.Fatal("an ordinary event: got refused, want it to fit")
 		}
 	}); allocs != 0 {

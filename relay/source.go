@@ -121,7 +121,8 @@ type SourceDeps struct {
 	Readers *RawReaders
 	// Client is a dynamic client of the cluster, read through when Readers is nil.
 	Client dynamic.Interface
-	// Publisher publishes the events, index records and mirror states.
+	// Publisher publishes the events, index records and mirror states. An AckPublisher
+	// lets the pipeline await acknowledgements without a goroutine per publish.
 	Publisher Publisher
 	// Checkpointer loads and saves the resourceVersion the source resumes from.
 	Checkpointer Checkpointer

@@ -26,7 +26,9 @@ const (
 	WatchListOn WatchListMode = "on"
 	// WatchListOff always lists page by page.
 	WatchListOff WatchListMode = "off"
-	// DefaultWatchListMode is the mode of a SourceConfig that sets none.
+	// DefaultWatchListMode is the mode of a SourceConfig that sets none: paginated lists,
+	// which every server serves, so that a zero SourceConfig reads as it always has. The
+	// relay command sets its own default, WatchListAuto (RELAY_WATCH_LIST), on every source.
 	DefaultWatchListMode = WatchListOff
 )
 

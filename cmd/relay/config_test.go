@@ -17,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/kube-nats-relay/kube-nats-relay/internal/natsconn"
+	"github.com/kube-nats-relay/kube-nats-relay/relay"
 )
 
 // configVars returns the variable name of every Config field.
@@ -126,6 +127,7 @@ func TestConfigDefaults(t *testing.T) {
 		{"mirror bucket", cfg.MirrorBucket, "kube-relay-mirror-default"},
 		{"checkpoint interval", cfg.CheckpointInterval.Duration, time.Second},
 		{"initial sync", cfg.InitialSync, InitialSyncPublish},
+		{"watch list", cfg.WatchList, relay.WatchListAuto},
 		{"buffer size", cfg.BufferSize.Int, 1024},
 		{"max inflight", cfg.MaxInflight.Int, 256},
 		{"shutdown timeout", cfg.ShutdownTimeout.Duration, 8 * time.Second},
@@ -170,6 +172,7 @@ func TestConfigFull(t *testing.T) {
 		"RELAY_CHECKPOINT_BUCKET":   "prod_checkpoints",
 		"RELAY_CHECKPOINT_INTERVAL": "250ms",
 		"RELAY_INITIAL_SYNC":        "skip",
+		"RELAY_WATCH_LIST":          "off",
 		"RELAY_BUFFER_SIZE":         "4096",
 		"RELAY_MAX_INFLIGHT":        "64",
 		"RELAY_SHUTDOWN_TIMEOUT":    "25s",
@@ -211,6 +214,7 @@ func TestConfigFull(t *testing.T) {
 		{"checkpoint bucket", cfg.CheckpointBucket, "prod_checkpoints"},
 		{"checkpoint interval", cfg.CheckpointInterval.Duration, 250 * time.Millisecond},
 		{"initial sync", cfg.InitialSync, InitialSyncSkip},
+		{"watch list", cfg.WatchList, relay.WatchListOff},
 		{"buffer size", cfg.BufferSize.Int, 4096},
 		{"max inflight", cfg.MaxInflight.Int, 64},
 		{"shutdown timeout", cfg.ShutdownTimeout.Duration, 25 * time.Second},
@@ -290,6 +294,8 @@ func TestConfigInvalid(t *testing.T) {
 		{"bad log level", map[string]string{"RELAY_LOG_LEVEL": "verbose"}, "RELAY_LOG_LEVEL", "verbose"},
 		{"bad log format", map[string]string{"RELAY_LOG_FORMAT": "text"}, "RELAY_LOG_FORMAT", "text"},
 		{"bad initial sync", map[string]string{"RELAY_INITIAL_SYNC": "all"}, "RELAY_INITIAL_SYNC", "all"},
+		{"bad watch list mode", map[string]string{"RELAY_WATCH_LIST": "yes"}, "RELAY_WATCH_LIST", "yes"},
+		{"empty watch list mode", map[string]string{"RELAY_WATCH_LIST": ""}, "RELAY_WATCH_LIST", ""},
 		{"bad cluster name", map[string]string{"RELAY_CLUSTER": "Prod.EU"}, "RELAY_CLUSTER", "Prod.EU"},
 		{"empty cluster name", map[string]string{"RELAY_CLUSTER": ""}, "RELAY_CLUSTER", ""},
 		{"cluster name too long", map[string]string{"RELAY_CLUSTER": strings.Repeat("a", 64)}, "RELAY_CLUSTER", strings.Repeat("a", 64)},

@@ -201,7 +201,9 @@ func TestFaultAPIServerRestarted(t *testing.T) {
 }
 
 func TestFaultExpiredHistoryWhileStopped(t *testing.T) {
-	expiredHistoryWhileStopped(t, nil)
+	// The paged relist; TestFaultExpiredHistoryWhileStoppedStreamed streams it.
+	out := expiredHistoryWhileStopped(t, map[string]string{"RELAY_WATCH_LIST": "off"})
+	requireLists(t, out, string(event.Relist), false)
 }
 
 // expiredHistoryWhileStopped stops the relay, changes objects, expires the history and

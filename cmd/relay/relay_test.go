@@ -62,7 +62,9 @@ func checkMessage(t *testing.T, m received, prefix string) {
 }
 
 func TestInitialSyncPublishesEveryObjectOnce(t *testing.T) {
-	initialSyncOnce(t, nil)
+	// The paged list; TestWatchListInitialSyncPublishesEveryObjectOnce streams it.
+	out := initialSyncOnce(t, map[string]string{"RELAY_WATCH_LIST": "off"})
+	requireLists(t, out, string(event.InitialSync), false)
 }
 
 // initialSyncOnce creates objects, runs the relay with extra vars set, and requires every

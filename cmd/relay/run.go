@@ -130,9 +130,9 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	// In RELAY_JS_DOMAIN or under RELAY_JS_API_PREFIX when set: the stream and every bucket.
-	js, err := cfg.NATS().JetStream(nc,
-		jetstream.WithPublishAsyncMaxPending(cfg.MaxInflight.Int*len(plans)+1),
-		jetstream.WithPublishAsyncTimeout(publishAsyncTimeout))
+	// Events go through the AckPublisher (below); js makes only requests (stream, buckets,
+	// KV), so it needs no asynchronous publish window.
+	js, err := cfg.NATS().JetStream(nc)
 	if err != nil {
 		return err
 	}

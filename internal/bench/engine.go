@@ -109,6 +109,7 @@ func (e *Env) buildEngine(ctx context.Context, n names, namespace string) (*engi
 		CheckpointInterval: engineCheckpointInterval,
 		MaxPayload:         int(nc.MaxPayload()),
 		ShutdownTimeout:    engineShutdownTimeout,
+		WatchList:          relay.WatchListAuto, // the relay binary's default
 	}, relay.SourceDeps{Readers: raw, Publisher: pub, Checkpointer: store, Index: objectIndex{idx}})
 	if err != nil {
 		return fail(err)
