@@ -89,8 +89,11 @@ func TestPipelineGivesEachPublishOneOutcome(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("run did not return within 5s of its input closing")
 	}
-	if got, want := pub.subjects(), []string{"a1", "a2", "a3", "b"}; !slices.Equal(got, want) {
-		t.Errorf("publishes: got %v, want %v", got, want)
+	// b may go out before a3 (a1's slot is free once it is given up), never a change twice.
+	got := pub.subjects()
+	ofA := slices.DeleteFunc(slices.Clone(got), func(s string) bool { return s == "b" })
+	if want := []string{"a1", "a2", "a3"}; len(got) != 4 || !slices.Equal(ofA, want) {
+		t.Errorf("publishes: got %v, want %v in order and b, each once", got, want)
 	}
 	mu.Lock()
 	defer mu.Unlock()
