@@ -92,6 +92,9 @@ func TestCheckpointAheadOfTheClusterRelistsAndSkipsNothing(t *testing.T) {
 	r = f.startRelay()
 	addr := healthAddr(t, r)
 	waitOutput(t, r, "resourceVersion ahead of the cluster", `"checkpoint_rv":"`+forged+`"`, `"cluster_rv":"`)
+	// The relist's state is read before the objects below exist: they must come live, not in it
+	// (a streamed list may take its snapshot a moment after the log line above).
+	waitOutput(t, r, `"origin":"relist"`, `"message":"listed"`)
 	// Created after the restart: a watch from the forged resourceVersion would never show them.
 	for _, name := range []string{"created-after-1", "created-after-2"} {
 		if err := g.createWith(ctx, name, nil, false); err != nil {

@@ -59,7 +59,9 @@ func TestForbiddenResourceStopsAloneAndNamesThePermission(t *testing.T) {
 	vars["RELAY_RESOURCES"] = "secrets,configmaps"
 	vars["RELAY_NAMESPACES"] = name
 	r := startRelay(t, vars)
-	waitOutput(t, r, "resource failing", `cannot list resource \"secrets\"`)
+	// The streaming list (RELAY_WATCH_LIST=auto, the default) reads with the watch verb: the
+	// server refuses that first, and the relay names it.
+	waitOutput(t, r, "resource failing", `cannot watch resource \"secrets\"`)
 
 	// ConfigMaps keep flowing.
 	if _, err := cs.CoreV1().ConfigMaps(name).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "still-flowing"}}, metav1.CreateOptions{}); err != nil {
