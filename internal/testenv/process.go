@@ -175,7 +175,16 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// freePorts returns n distinct free loopback ports.
+// handedPorts are the ports freePorts returned in this process. The kernel may return a port
+// again as soon as its probing listener closes, while the caller has not started the server
+// that will listen on it yet (a hub's leaf-node ports, picked before its cluster's): never
+// handing one out twice keeps two servers of one test off the same port.
+var handedPorts = struct {
+	sync.Mutex
+	ports map[int]bool
+}{ports: make(map[int]bool)}
+
+// freePorts returns n distinct free loopback ports, none returned before in this process.
 func freePorts(n int) ([]int, error) {
 	ports := make([]int, 0, n)
 	listeners := make([]net.Listener, 0, n)
@@ -184,13 +193,18 @@ func freePorts(n int) ([]int, error) {
 			l.Close()
 		}
 	}()
-	for range n {
+	handedPorts.Lock()
+	defer handedPorts.Unlock()
+	for len(ports) < n {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			return nil, fmt.Errorf("find free port: %w", err)
 		}
-		listeners = append(listeners, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+		listeners = append(listeners, l) // held open, so the kernel offers another one next
+		if p := l.Addr().(*net.TCPAddr).Port; !handedPorts.ports[p] {
+			handedPorts.ports[p] = true
+			ports = append(ports, p)
+		}
 	}
 	return ports, nil
 }
