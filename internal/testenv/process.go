@@ -165,16 +165,6 @@ func (p *process) tail() string {
 	return fmt.Sprintf("---- %s log tail (%s) ----\n%s", p.name, p.logPath, b)
 }
 
-// freePort returns a loopback TCP port that was free a moment ago.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("find free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
 // handedPorts are the ports freePorts returned in this process. The kernel may return a port
 // again as soon as its probing listener closes, while the caller has not started the server
 // that will listen on it yet (a hub's leaf-node ports, picked before its cluster's): never
