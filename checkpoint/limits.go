@@ -16,7 +16,12 @@ import (
 // checkLimits returns an error wrapping ErrBucketUnusable when the existing bucket's settings
 // refuse every write of some kind the relay makes: sealed, a max value size below floor (the
 // smallest message it writes), or, when purges is set, a configuration that refuses the
-// rollup of a purge (every removal would fail).
+// rollup of a purge (every removal would fail). It also refuses settings under which the
+// bucket would lose values without a word: a max age (a checkpoint, index record or mirrored
+// state left unchanged that long expires, and an index that forgot an object can no longer
+// infer its delete or keep its replay out) and a size or count limit that discards the
+// oldest values (a bucket created with the KV API discards new ones instead, which fails the
+// write and is retried and reported).
 func checkLimits(ctx context.Context, kv jetstream.KeyValue, bucket string, floor int, purges bool) error {
 	status, err := kv.Status(ctx)
 	if err != nil {
@@ -33,6 +38,12 @@ func checkLimits(ctx context.Context, kv jetstream.KeyValue, bucket string, floo
 	}
 	if cfg.MaxMsgSize > 0 && int(cfg.MaxMsgSize) < floor {
 		problems = append(problems, fmt.Sprintf("its max value size (max_msg_size) %d is below the size of a record the relay writes (%d bytes)", cfg.MaxMsgSize, floor))
+	}
+	if cfg.MaxAge > 0 {
+		problems = append(problems, fmt.Sprintf("its values expire (max_age %s, the KV bucket's ttl): a value the relay has not rewritten for that long would be lost", cfg.MaxAge))
+	}
+	if cfg.Discard == jetstream.DiscardOld && (cfg.MaxBytes > 0 || cfg.MaxMsgs > 0) {
+		problems = append(problems, fmt.Sprintf("it drops its oldest values when full (discard old with max_bytes %d, max_msgs %d)", cfg.MaxBytes, cfg.MaxMsgs))
 	}
 	if purges && (!cfg.AllowRollup || cfg.DenyPurge) {
 		problems = append(problems, fmt.Sprintf("it refuses purges (allow_rollup_hdrs %t, deny_purge %t): no object could be removed", cfg.AllowRollup, cfg.DenyPurge))

@@ -1,9 +1,11 @@
 package checkpoint
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -43,6 +45,68 @@ func TestOpenRefusesABucketTooSmallForTheLongestValue(t *testing.T) {
 			}
 			if err := s.Save(ctx, key, strings.Repeat("r", longest)); err != nil {
 				t.Fatalf("save the longest value: %v", err)
+			}
+		})
+	}
+}
+
+// TestOpenRefusesABucketThatLosesValues: a bucket whose values expire (a KV ttl, the stream's
+// max_age) or whose stream drops its oldest values when full would forget checkpoints and
+// index records without a word (an index that forgot an object can neither infer its delete
+// nor keep its replay out of the stream), so the checkpoint store and the index refuse it at
+// start, naming the setting. A size limit that refuses new values instead (the KV API's only
+// kind) fails writes loudly, and such a bucket is opened.
+func TestOpenRefusesABucketThatLosesValues(t *testing.T) {
+	openCheckpoints := func(ctx context.Context, js jetstream.JetStream, bucket string) error {
+		_, err := Open(ctx, js, Config{Bucket: bucket})
+		return err
+	}
+	openIndex := func(ctx context.Context, js jetstream.JetStream, bucket string) error {
+		_, err := OpenIndex(ctx, js, IndexConfig{Bucket: bucket})
+		return err
+	}
+	kvBucket := func(cfg jetstream.KeyValueConfig) func(context.Context, jetstream.JetStream, string) error {
+		return func(ctx context.Context, js jetstream.JetStream, bucket string) error {
+			cfg.Bucket = bucket
+			_, err := js.CreateKeyValue(ctx, cfg)
+			return err
+		}
+	}
+	// A bucket's stream made with the stream API, as an operator's tooling may: discard old.
+	discardOld := func(ctx context.Context, js jetstream.JetStream, bucket string) error {
+		_, err := js.CreateStream(ctx, jetstream.StreamConfig{
+			Name: "KV_" + bucket, Subjects: []string{"$KV." + bucket + ".>"}, MaxMsgsPerSubject: 1,
+			MaxBytes: 1 << 20, Discard: jetstream.DiscardOld, AllowRollup: true, AllowDirect: true,
+			AllowMsgTTL: true, SubjectDeleteMarkerTTL: purgeMarkerTTL,
+		})
+		return err
+	}
+	for _, tt := range []struct {
+		name   string
+		create func(context.Context, jetstream.JetStream, string) error
+		open   func(context.Context, jetstream.JetStream, string) error
+		want   string // "" when the bucket is opened
+	}{
+		{"checkpoint bucket with a ttl", kvBucket(jetstream.KeyValueConfig{TTL: time.Hour}), openCheckpoints, "max_age 1h0m0s"},
+		{"index bucket with a ttl", kvBucket(jetstream.KeyValueConfig{TTL: time.Hour, LimitMarkerTTL: purgeMarkerTTL}), openIndex, "max_age 1h0m0s"},
+		{"index bucket dropping its oldest values", discardOld, openIndex, "discard old with max_bytes 1048576"},
+		{"checkpoint bucket refusing new values when full", kvBucket(jetstream.KeyValueConfig{MaxBytes: 1 << 20}), openCheckpoints, ""},
+		{"index bucket refusing new values when full", kvBucket(jetstream.KeyValueConfig{MaxBytes: 1 << 20, LimitMarkerTTL: purgeMarkerTTL}), openIndex, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, js, bucket := setup(t)
+			if err := tt.create(ctx, js, bucket); err != nil {
+				t.Fatalf("create bucket: %v", err)
+			}
+			err := tt.open(ctx, js, bucket)
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("open: %v", err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrBucketUnusable) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("open: got %v, want ErrBucketUnusable naming %q", err, tt.want)
 			}
 		})
 	}

@@ -30,7 +30,7 @@ const hardStopGrace = time.Second
 // another process (a late write of the previous leader, or a second relay on the same
 // buckets): it stops at once and restarts to load the checkpoint afresh. It is the cause of
 // the leader.FencedError the run ends with.
-var errCheckpointConflict = errors.New("checkpoint written by another relay while leading: stopped publishing at once; restart to reload it")
+var errCheckpointConflict = errors.New("checkpoint or object index written by another relay while leading (a second relay on the same buckets, or a late write of a stopped leader or process): stopped publishing at once; restart to reload it")
 
 // relayOrStandBy relays until ctx ends: at once without leader election, otherwise while
 // this process holds the lease (see leader.Elector.Run). It sets what /readyz and /healthz
@@ -68,7 +68,7 @@ func relayOrStandBy(ctx context.Context, cfg Config, rc *rest.Config, conn *nats
 	ckpts.onConflict = func(err error) {
 		if l.Fence(errCheckpointConflict) {
 			zerolog.Ctx(ctx).Error().Err(err).Str("lease", l.Lease()).Str("identity", l.Identity()).
-				Msg("checkpoint written by another relay while leading: stopping at once")
+				Msg("checkpoint or object index written by another relay while leading: stopping at once")
 		}
 	}
 	ready.setRole(l.Role)
@@ -104,7 +104,7 @@ func newElector(cfg Config, rc *rest.Config) (*leader.Elector, error) {
 // an eviction or a rollout, even with the Recreate strategy). It exits non-zero so that
 // Kubernetes restarts it and the operator sees it, instead of leaving that resource stopped
 // while /healthz stays green.
-var errSecondWriter = errors.New("checkpoint written by another relay (no leader election): another relay runs on the same buckets; stopped publishing at once. Run one replica, or enable RELAY_LEADER_ELECT")
+var errSecondWriter = errors.New("checkpoint or object index written by another relay (no leader election): another relay runs on the same buckets, or a stopped one wrote late; stopped publishing at once. Run one replica, or enable RELAY_LEADER_ELECT")
 
 // relayAlone relays without leader election until ctx ends. A checkpoint conflict stops the
 // whole process at once: publishing stops (the NATS connection is closed, as a leader does on
@@ -117,7 +117,7 @@ func relayAlone(ctx context.Context, conn *natsconn.Conn, rl *relay.Relay, ckpts
 	var once sync.Once
 	ckpts.onConflict = func(err error) {
 		once.Do(func() {
-			zerolog.Ctx(ctx).Error().Err(err).Msg("checkpoint written by another relay: another relay runs on the same buckets without leader election; stopping at once")
+			zerolog.Ctx(ctx).Error().Err(err).Msg("checkpoint or object index written by another relay: another relay runs on the same buckets without leader election; stopping at once")
 			conn.Abort()
 			stop(fmt.Errorf("%w: %w", errSecondWriter, err))
 			close(conflicted)

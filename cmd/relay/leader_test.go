@@ -261,7 +261,7 @@ func TestLateCheckpointWriteOfAnOldLeaderRestartsTheLeaderLosingNothing(t *testi
 	if code := a.State().ExitCode(); code != exitFailed {
 		t.Errorf("leader exit code after the conflict: got %d, want %d", code, exitFailed)
 	}
-	if !strings.Contains(a.Output(), "checkpoint written by another relay while leading") {
+	if !strings.Contains(a.Output(), "written by another relay while leading") {
 		t.Errorf("the leader did not name the conflict:\n%s", a.Output())
 	}
 	f.requireRunning(b.relayProc)

@@ -312,6 +312,9 @@ func TestUnusableStreamOrBucketExitsTwoNamingTheSetting(t *testing.T) {
 		{"checkpoint bucket max value size below a checkpoint", func(t *testing.T, vars map[string]string) {
 			createBucket(t, js, jetstream.KeyValueConfig{Bucket: vars["RELAY_CHECKPOINT_BUCKET"], MaxValueSize: 16})
 		}, []string{"RELAY_CHECKPOINT_BUCKET=", "max value size (max_msg_size) 16"}},
+		{"index bucket whose records expire", func(t *testing.T, vars map[string]string) {
+			createBucket(t, js, jetstream.KeyValueConfig{Bucket: vars["RELAY_INDEX_BUCKET"], TTL: 24 * time.Hour, LimitMarkerTTL: 15 * time.Minute})
+		}, []string{"RELAY_INDEX_BUCKET=", "max_age 24h0m0s"}},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
