@@ -109,11 +109,12 @@ func (d Decision) String() string {
 // selector again) is applied.
 //
 // It keeps one small state per object (resourceVersion, tombstone), not the object. Its
-// methods are safe for concurrent use, but Check and Record are two steps and Record
-// overwrites: handle one object's events one at a time (as Consume calls a Handler), or a
-// Record of an older event may replace a newer one and let a stale copy be applied later.
-// Observe does both steps at once. A store shared by several processes needs its own guard
-// against two of them recording one object at once.
+// methods are safe for concurrent use, and Record never replaces a newer state with an older
+// one. Check and Record are still two steps: two workers handling one object's events at once
+// may both be told Apply, and both do the work, so handle one object's events one at a time
+// (as Consume calls a Handler, or a partitioned consumer). Observe does both steps at once. A
+// store shared by several processes needs its own guard against two of them recording one
+// object at once.
 type Tracker struct {
 	store TrackerStore
 	ttl   time.Duration
@@ -174,10 +175,18 @@ func (t *Tracker) check(ctx context.Context, e Event) (Decision, error) {
 }
 
 // Record stores e as the last change applied to its object. Call it after the work for e is
-// done (after Check said Apply).
+// done (after Check said Apply). It never moves an object's state backwards: when a change
+// at least as new as e (or the object's delete) was recorded since Check, Record keeps that
+// state, writes nothing and returns nil, so a late Record of an older change cannot let a
+// stale copy be applied later. That costs one more read of the store than a blind write;
+// Observe reads once.
 func (t *Tracker) Record(ctx context.Context, e Event) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	d, err := t.check(ctx, e)
+	if err != nil || d != Apply {
+		return err
+	}
 	return t.record(ctx, e)
 }
 

@@ -117,6 +117,45 @@ func TestTrackerCheckRecordsNothing(t *testing.T) {
 	}
 }
 
+// TestTrackerRecordNeverMovesAStateBackwards: two workers checked one object's changes 11 and
+// 12 (both Apply) and finish in the wrong order; the late Record of 11 must not replace 12, or
+// a redelivered copy of 12 would be applied twice. Nor may a late Record of a change bring a
+// deleted object back.
+func TestTrackerRecordNeverMovesAStateBackwards(t *testing.T) {
+	ctx := context.Background()
+	tr := consumer.NewTracker(nil, 0)
+	older := change{uid: "a", rv: "11", typ: event.Modified}.event()
+	newer := change{uid: "a", rv: "12", typ: event.Modified}.event()
+	for _, e := range []consumer.Event{older, newer} {
+		if d, err := tr.Check(ctx, e); err != nil || d != consumer.Apply {
+			t.Fatalf("Check %s = %s, %v; want apply", e.ResourceVersion, d, err)
+		}
+	}
+	for _, e := range []consumer.Event{newer, older} {
+		if err := tr.Record(ctx, e); err != nil {
+			t.Fatalf("Record %s: %v", e.ResourceVersion, err)
+		}
+	}
+	if d, err := tr.Check(ctx, newer); err != nil || d != consumer.Stale {
+		t.Errorf("Check of a copy of 12 after the late Record of 11 = %s, %v; want stale", d, err)
+	}
+
+	deleted := change{uid: "a", rv: "13", typ: event.Deleted}.event()
+	if err := tr.Record(ctx, deleted); err != nil {
+		t.Fatal(err)
+	}
+	late := change{uid: "a", rv: "13", typ: event.Modified}.event()
+	if err := tr.Record(ctx, late); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := tr.Check(ctx, newer); err != nil || d != consumer.AfterDelete {
+		t.Errorf("Check of 12 after the delete and a late Record = %s, %v; want after-delete", d, err)
+	}
+	if err := tr.Record(ctx, change{uid: "a", rv: "x", typ: event.Modified}.event()); !errors.Is(err, consumer.ErrInvalidResourceVersion) {
+		t.Errorf("Record with resourceVersion x: error %v, want ErrInvalidResourceVersion", err)
+	}
+}
+
 func TestTrackerRejectsResourceVersionsThatAreNotIntegers(t *testing.T) {
 	ctx := context.Background()
 	tr := consumer.NewTracker(nil, 0)
