@@ -90,6 +90,10 @@ const (
 	// published (see the replay horizon in derivedPublished), and before an inferred delete.
 	NoteStreamReadDerived
 	NoteStreamReadDelete
+	// NoteWatchListFallback is a source in WatchListAuto giving up the streaming list for
+	// the rest of the run: the server refused it, answered it as a plain watch, or ended
+	// three streams in a row before their initial-events-end bookmark.
+	NoteWatchListFallback
 )
 
 // filteredNote is the note of a change the rules suppressed for reason.

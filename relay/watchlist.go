@@ -152,6 +152,7 @@ func (in *intake) readAll(ctx context.Context, fn func(object) error) (string, e
 		return "", err
 	}
 	in.pagesOnly = true
+	in.src.note(NoteWatchListFallback)
 	in.log.Warn().Err(err).Int("objects_streamed", seen).Msg("streaming list unavailable: listing page by page from now on")
 	if seen > 0 {
 		// fn has taken part of a state: a list of what is left would mix two states.

@@ -31,20 +31,23 @@ func TestReadAllFallsBackToPagesOnlyWhereTheModeAndServerSay(t *testing.T) {
 		mode    WatchListMode
 		replies []streamReply
 		want    []string
+		// fallbacks is how many NoteWatchListFallback the source reports: one when it
+		// gives up streaming for the rest of the run, none otherwise.
+		fallbacks int
 	}{
-		{"off never streams", WatchListOff, nil, []string{paged, paged}},
-		{"the default never streams", "", nil, []string{paged}},
+		{"off never streams", WatchListOff, nil, []string{paged, paged}, 0},
+		{"the default never streams", "", nil, []string{paged}, 0},
 		{"on never falls back", WatchListOn, []streamReply{invalid, invalid, incomplete, incomplete, incomplete, complete},
-			[]string{"invalid", "invalid", "incomplete", "incomplete", "incomplete", streamed9}},
-		{"auto streams where it can", WatchListAuto, []streamReply{complete, complete}, []string{streamed9, streamed9}},
-		{"auto pages at once after a refusal before any object", WatchListAuto, []streamReply{invalid}, []string{paged, paged}},
+			[]string{"invalid", "invalid", "incomplete", "incomplete", "incomplete", streamed9}, 0},
+		{"auto streams where it can", WatchListAuto, []streamReply{complete, complete}, []string{streamed9, streamed9}, 0},
+		{"auto pages at once after a refusal before any object", WatchListAuto, []streamReply{invalid}, []string{paged, paged}, 1},
 		{"auto lists again after a plain watch's objects, then pages", WatchListAuto,
-			[]streamReply{{events: []watch.Event{added, modified}}}, []string{"list again", paged}},
+			[]streamReply{{events: []watch.Event{added, modified}}}, []string{"list again", paged}, 1},
 		{"auto pages after three incomplete streams", WatchListAuto, []streamReply{incomplete, incomplete, incomplete},
-			[]string{"incomplete", "incomplete", paged, paged}},
+			[]string{"incomplete", "incomplete", paged, paged}, 1},
 		{"a complete stream resets the count", WatchListAuto,
 			[]streamReply{incomplete, incomplete, complete, incomplete, incomplete, complete},
-			[]string{"incomplete", "incomplete", streamed9, "incomplete", "incomplete", streamed9}},
+			[]string{"incomplete", "incomplete", streamed9, "incomplete", "incomplete", streamed9}, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -72,12 +75,17 @@ func TestReadAllFallsBackToPagesOnlyWhereTheModeAndServerSay(t *testing.T) {
 			}
 			in := newTestIntake(t, r).in
 			in.src.cfg.WatchList = tt.mode
+			notes := countNotes{}
+			in.src.obs = notes
 			for i, want := range tt.want {
 				rv, err := in.readAll(context.Background(), func(object) error { return nil })
 				got := outcomeOf(in.streamed, rv, err)
 				if got != want {
 					t.Fatalf("readAll %d: got %q (%v), want %q", i+1, got, err, want)
 				}
+			}
+			if got := notes[NoteWatchListFallback]; got != tt.fallbacks {
+				t.Errorf("fallbacks noted: got %d, want %d", got, tt.fallbacks)
 			}
 		})
 	}

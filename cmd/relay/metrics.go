@@ -48,6 +48,7 @@ type metrics struct {
 	ahead           *prometheus.CounterVec
 	replays         *prometheus.CounterVec
 	streamReads     *prometheus.CounterVec
+	listFallbacks   *prometheus.CounterVec
 	filtered        *prometheus.CounterVec
 	filterErrors    *prometheus.CounterVec
 	undeliverable   *prometheus.CounterVec
@@ -90,6 +91,9 @@ func newMetrics() *metrics {
 	m.streamReads = counter("stream_reads_total",
 		"Synchronous reads of the stream's last message on an object's subjects, by purpose: derived (before a derived event of a change a previous run may have published, at or below the replay horizon, or a state condition's first rise of an object last recorded at or below it) and delete (before a delete the relist would infer).",
 		"resource", "purpose")
+	m.listFallbacks = counter("watch_list_fallbacks_total",
+		"Sources that gave up the streaming list (RELAY_WATCH_LIST=auto) and read every object page by page for the rest of the run: the server refused sendInitialEvents, answered it as a plain watch, or ended three streams in a row before their initial-events-end bookmark. Restarting the relay tries streaming again.",
+		"resource")
 	m.filtered = counter("changes_filtered_total",
 		"Changes the rules kept out, by reason: namespace (not selected), event-type, when (the expression returned false), quiet (only quiet fields changed).",
 		"resource", "reason")
@@ -101,7 +105,7 @@ func newMetrics() *metrics {
 	m.leader = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: metricsNamespace, Name: "leader",
 		Help: "1 while this process relays (holds the lease, or runs without leader election), 0 while it stands by."})
 	m.reg.MustRegister(m.published, m.oversize, m.publishErrors, m.publishRetries, m.publishDuration, m.lag,
-		m.lists, m.expired, m.ahead, m.replays, m.streamReads, m.filtered, m.filterErrors, m.undeliverable, m.leader, &m.sampled,
+		m.lists, m.expired, m.ahead, m.replays, m.streamReads, m.listFallbacks, m.filtered, m.filterErrors, m.undeliverable, m.leader, &m.sampled,
 		buildInfo(),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -165,6 +169,8 @@ func (o sourceObserver) Noted(n relay.Note) {
 		o.m.streamReads.WithLabelValues(o.resource, "derived").Inc()
 	case relay.NoteStreamReadDelete:
 		o.m.streamReads.WithLabelValues(o.resource, "delete").Inc()
+	case relay.NoteWatchListFallback:
+		o.m.listFallbacks.WithLabelValues(o.resource).Inc()
 	case relay.NoteFilteredNamespace:
 		o.m.filtered.WithLabelValues(o.resource, "namespace").Inc()
 	case relay.NoteFilteredEventType:
@@ -210,6 +216,7 @@ func (m *metrics) observe(sources []*relay.Source, ckpts *trackedCheckpoints, nc
 			m.filtered.WithLabelValues(res, reason)
 		}
 		m.filterErrors.WithLabelValues(res)
+		m.listFallbacks.WithLabelValues(res)
 		for _, step := range relay.Steps {
 			for _, why := range relay.Refusals {
 				m.undeliverable.WithLabelValues(res, string(step), string(why))
