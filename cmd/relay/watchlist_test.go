@@ -126,6 +126,10 @@ func TestWatchListFallsBackToPagesWhereTheServerRefuses(t *testing.T) {
 			GroupVersionResource: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Namespaced: true}})
 		waitCheckpoint(t, js, auto["RELAY_CLUSTER"], key, func(string) bool { return true })
 		msgs := readStream(ctx, t, js, auto["RELAY_STREAM"])
+		const fallbacks = `kube_nats_relay_watch_list_fallbacks_total{resource="configmaps"}`
+		if v, ok := metricValue(scrape(t, healthAddr(t, r)), fallbacks); !ok || v != 1 {
+			t.Errorf("%s = %v (exported: %v), want 1", fallbacks, v, ok)
+		}
 		r.stop(t)
 		out := r.Output()
 		if !strings.Contains(out, "streaming list unavailable") {
