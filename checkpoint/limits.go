@@ -21,7 +21,9 @@ import (
 // state left unchanged that long expires, and an index that forgot an object can no longer
 // infer its delete or keep its replay out) and a size or count limit that discards the
 // oldest values (a bucket created with the KV API discards new ones instead, which fails the
-// write and is retried and reported).
+// write and is retried and reported), or, for a bucket that mirrors another, any size limit
+// (the relay writes the origin, and a full mirror stops copying without failing a write). Of
+// a mirror, only the mirror's settings are checked, not the origin's.
 func checkLimits(ctx context.Context, kv jetstream.KeyValue, bucket string, floor int, purges bool) error {
 	status, err := kv.Status(ctx)
 	if err != nil {
@@ -42,8 +44,13 @@ func checkLimits(ctx context.Context, kv jetstream.KeyValue, bucket string, floo
 	if cfg.MaxAge > 0 {
 		problems = append(problems, fmt.Sprintf("its values expire (max_age %s, the KV bucket's ttl): a value the relay has not rewritten for that long would be lost", cfg.MaxAge))
 	}
-	if cfg.Discard == jetstream.DiscardOld && (cfg.MaxBytes > 0 || cfg.MaxMsgs > 0) {
+	switch {
+	case cfg.Discard == jetstream.DiscardOld && (cfg.MaxBytes > 0 || cfg.MaxMsgs > 0):
 		problems = append(problems, fmt.Sprintf("it drops its oldest values when full (discard old with max_bytes %d, max_msgs %d)", cfg.MaxBytes, cfg.MaxMsgs))
+	case cfg.Mirror != nil && (cfg.MaxBytes > 0 || cfg.MaxMsgs > 0):
+		// The relay writes a mirror's origin; a full mirror stops copying it without
+		// failing a single write.
+		problems = append(problems, fmt.Sprintf("it mirrors %s with a size limit (max_bytes %d, max_msgs %d): once full it stops copying the values the relay writes, without failing a write", cfg.Mirror.Name, cfg.MaxBytes, cfg.MaxMsgs))
 	}
 	if purges && (!cfg.AllowRollup || cfg.DenyPurge) {
 		problems = append(problems, fmt.Sprintf("it refuses purges (allow_rollup_hdrs %t, deny_purge %t): no object could be removed", cfg.AllowRollup, cfg.DenyPurge))

@@ -175,11 +175,13 @@ func (t *Tracker) check(ctx context.Context, e Event) (Decision, error) {
 }
 
 // Record stores e as the last change applied to its object. Call it after the work for e is
-// done (after Check said Apply). It never moves an object's state backwards: when a change
-// at least as new as e (or the object's delete) was recorded since Check, Record keeps that
-// state, writes nothing and returns nil, so a late Record of an older change cannot let a
-// stale copy be applied later. That costs one more read of the store than a blind write;
-// Observe reads once.
+// done (after Check said Apply). It never moves an object's state backwards: when Check
+// would now say Stale or AfterDelete (a newer change, or the object's delete, was recorded
+// since), Record keeps the stored state, writes nothing and returns nil, so a late Record of
+// an older change cannot let a stale copy be applied later. It fails as Check does (a
+// resourceVersion that is not an integer, an unusable stored state, a store error) instead
+// of writing. That costs one more read of the store than a blind write, under the tracker's
+// mutex; Observe reads once.
 func (t *Tracker) Record(ctx context.Context, e Event) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
