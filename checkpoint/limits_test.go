@@ -81,6 +81,17 @@ func TestOpenRefusesABucketThatLosesValues(t *testing.T) {
 		})
 		return err
 	}
+	// A bucket mirroring another (as the hub's view of a leaf's index), with a size limit:
+	// the relay writes the origin, and a full mirror stops copying without failing a write.
+	sizedMirror := func(ctx context.Context, js jetstream.JetStream, bucket string) error {
+		if _, err := OpenIndex(ctx, js, IndexConfig{Bucket: bucket + "-origin"}); err != nil {
+			return err
+		}
+		_, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "KV_" + bucket, AllowMsgTTL: true,
+			AllowRollup: true, AllowDirect: true, MirrorDirect: true, Discard: jetstream.DiscardNew, MaxMsgsPerSubject: 1,
+			MaxBytes: 1 << 20, Mirror: &jetstream.StreamSource{Name: "KV_" + bucket + "-origin"}})
+		return err
+	}
 	for _, tt := range []struct {
 		name   string
 		create func(context.Context, jetstream.JetStream, string) error
@@ -90,6 +101,7 @@ func TestOpenRefusesABucketThatLosesValues(t *testing.T) {
 		{"checkpoint bucket with a ttl", kvBucket(jetstream.KeyValueConfig{TTL: time.Hour}), openCheckpoints, "max_age 1h0m0s"},
 		{"index bucket with a ttl", kvBucket(jetstream.KeyValueConfig{TTL: time.Hour, LimitMarkerTTL: purgeMarkerTTL}), openIndex, "max_age 1h0m0s"},
 		{"index bucket dropping its oldest values", discardOld, openIndex, "discard old with max_bytes 1048576"},
+		{"index bucket mirroring another with a size limit", sizedMirror, openIndex, "mirrors KV_"},
 		{"checkpoint bucket refusing new values when full", kvBucket(jetstream.KeyValueConfig{MaxBytes: 1 << 20}), openCheckpoints, ""},
 		{"index bucket refusing new values when full", kvBucket(jetstream.KeyValueConfig{MaxBytes: 1 << 20, LimitMarkerTTL: purgeMarkerTTL}), openIndex, ""},
 	} {
