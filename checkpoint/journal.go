@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -291,9 +292,22 @@ func (j *Journal) answer(seg *segment, err error) {
 }
 
 // encodedSize is what a record adds to a segment's or chunk's JSON, exactly: both strings
-// as encoding/json writes them (escapes included) and a comma after each.
+// as encoding/json writes them (escapes included) and a comma after each. It runs for every
+// record a segment takes, so the usual record (keys and "<uid> <rv>" values of plain ASCII)
+// is measured without encoding it.
 func encodedSize(key, value string) int {
-	k, _ := json.Marshal(key) // strings always encode
-	v, _ := json.Marshal(value)
-	return len(k) + len(v) + 2
+	return jsonStringLen(key) + jsonStringLen(value) + 2
+}
+
+// jsonStringLen is len(json.Marshal(s)): the string and its quotes when every byte is
+// printable ASCII that encoding/json writes as it is; otherwise what encoding/json writes.
+func jsonStringLen(s string) int {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c < 0x20, c >= utf8.RuneSelf, c == '"', c == '\\', c == '<', c == '>', c == '&':
+			b, _ := json.Marshal(s) // strings always encode
+			return len(b)
+		}
+	}
+	return len(s) + 2
 }

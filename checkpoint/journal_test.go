@@ -340,7 +340,8 @@ func TestJournalCompactsByItselfOnceItOutgrowsTheIndex(t *testing.T) {
 func TestEncodedSizeIsTheRecordsShareOfTheJSON(t *testing.T) {
 	long := "ns/" + strings.Repeat("é", 3000)
 	key := objectKey(long)
-	for _, v := range []string{"u 1", string(encodeEntry(key, long, "u", "2", []string{"ready"})), ""} {
+	for _, v := range []string{"u 1", string(encodeEntry(key, long, "u", "2", []string{"ready"})), "",
+		"a<b>&c", "tab\there\n", "\x00\x1f\x7f", "bad \xff utf-8", "sep \u2028\u2029", `quote " and \\`} {
 		b, _ := json.Marshal([]string{key, v})
 		if got, want := encodedSize(key, v), len(b)-2+1; got != want {
 			t.Errorf("encodedSize(%.20q, %.40q): got %d, want %d", key, v, got, want)
